@@ -1,0 +1,629 @@
+#include "walrelay/config/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <span>
+#include <system_error>
+
+namespace walrelay::config {
+
+namespace {
+
+constexpr std::string_view kMissing = "required key is missing";
+
+/// PostgreSQL's NAMEDATALEN - 1: longer slot names are rejected by CREATE_REPLICATION_SLOT.
+constexpr std::size_t kMaxSlotName = 63;
+
+/// Status updates also carry the flush LSN; more than an hour between them keeps WAL retained on
+/// the primary for no benefit.
+constexpr std::chrono::milliseconds kMaxStatusInterval{3'600'000};
+
+constexpr std::array<std::string_view, 7> kLogLevels{"trace", "debug",    "info", "warn",
+                                                     "error", "critical", "off"};
+
+std::string quoted(std::string_view text) {
+  return "\"" + std::string(text) + "\"";
+}
+
+std::string join(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+/// How a node looks, for "expected X, got Y" messages.
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar:
+      return quoted(node.Scalar());
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "an empty value";
+}
+
+/// Optimal string alignment distance (Levenshtein plus adjacent transposition), so `slto` is one
+/// edit from `slot`.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+bool is_topic_char(char c) {
+  // Kafka's legal topic characters (org.apache.kafka.common.internals.Topic#validate).
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+std::optional<std::string> name_problem(std::string_view name) {
+  if (name.empty()) return "must not be empty";
+  // The name ends up in the default slot name, the default topic prefix and log lines, so it is
+  // kept to characters that are safe in all three.
+  for (char c : name) {
+    if (!is_topic_char(c)) {
+      return "may contain only letters, digits, '.', '_' and '-', got " + quoted(name);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> slot_problem(std::string_view slot) {
+  if (slot.empty()) return "must not be empty";
+  if (slot.size() > kMaxSlotName) {
+    return "is longer than 63 characters (PostgreSQL's limit for slot names), got " + quoted(slot);
+  }
+  for (char c : slot) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
+      // ReplicationSlotValidateName in PostgreSQL's slot.c.
+      return "may contain only lower-case letters, digits and '_' (PostgreSQL replication slot "
+             "name rules), got " +
+             quoted(slot);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> prefix_problem(std::string_view prefix) {
+  if (prefix.empty()) return "must not be empty";
+  for (char c : prefix) {
+    if (!is_topic_char(c)) {
+      return "may contain only Kafka topic characters (letters, digits, '.', '_', '-'), got " +
+             quoted(prefix);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> topic_template_problem(std::string_view topic) {
+  static constexpr std::string_view kPlaceholder = "aggregate_type";
+  for (std::size_t i = 0; i < topic.size(); ++i) {
+    const char c = topic[i];
+    if (c == '{') {
+      const std::size_t close = topic.find('}', i + 1);
+      if (close == std::string_view::npos) return "unterminated \"{\" in " + quoted(topic);
+      const std::string_view placeholder = topic.substr(i + 1, close - i - 1);
+      if (placeholder != kPlaceholder) {
+        return "unknown placeholder {" + std::string(placeholder) + "} in " + quoted(topic) +
+               " (the only placeholder is {aggregate_type})";
+      }
+      i = close;
+    } else if (c == '}') {
+      return "unmatched \"}\" in " + quoted(topic);
+    } else if (!is_topic_char(c)) {
+      return "invalid character '" + std::string(1, c) + "' in " + quoted(topic) +
+             " (allowed: letters, digits, '.', '_', '-' and {aggregate_type})";
+    }
+  }
+  return std::nullopt;
+}
+
+/// One known key of a map and how to read its value (value node, key path).
+struct Field {
+  std::string_view key;
+  std::function<void(const YAML::Node&, const std::string&)> read;
+};
+
+std::string suggestion(std::string_view key, std::span<const Field> fields) {
+  std::string_view best;
+  std::size_t best_distance = 3;  // more than two edits is a different word, not a typo
+  for (const Field& field : fields) {
+    const std::size_t distance = edit_distance(key, field.key);
+    if (distance < best_distance && distance < key.size()) {
+      best = field.key;
+      best_distance = distance;
+    }
+  }
+  if (best.empty()) return "";
+  return " (did you mean " + quoted(best) + "?)";
+}
+
+/// Walks one parsed document into a Config, recording every error instead of stopping.
+/// Single use; not thread-safe.
+class Loader {
+ public:
+  explicit Loader(const EnvLookup& env) : env_(env) {}
+
+  LoadResult load(const YAML::Node& root) {
+    read_root(root);
+    LoadResult result;
+    if (errors_.empty()) {
+      result.config = std::move(config_);
+    } else {
+      result.errors = std::move(errors_);
+    }
+    return result;
+  }
+
+ private:
+  void error(std::string key, std::string reason) {
+    errors_.push_back(ConfigError{std::move(key), std::move(reason)});
+  }
+
+  /// Dispatches each entry of map `node` to its field. Unknown and duplicate keys are errors.
+  /// Returns the keys present, or nullopt (after an error) when `node` is not a map.
+  std::optional<std::set<std::string>> walk(const YAML::Node& node, const std::string& path,
+                                            std::span<const Field> fields) {
+    if (!node.IsMap()) {
+      error(path, "expected a map, got " + describe(node));
+      return std::nullopt;
+    }
+    std::set<std::string> seen;
+    for (const auto& entry : node) {
+      if (!entry.first.IsScalar()) {
+        error(path, "expected a plain key, got " + describe(entry.first));
+        continue;
+      }
+      const std::string& key = entry.first.Scalar();
+      const std::string child = join(path, key);
+      // yaml-cpp keeps both entries of a repeated key; which one wins would be an accident.
+      if (!seen.insert(key).second) {
+        error(child, "duplicate key");
+        continue;
+      }
+      const auto field =
+          std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
+      if (field == fields.end()) {
+        error(child, "unknown key" + suggestion(key, fields));
+        continue;
+      }
+      field->read(entry.second, child);
+    }
+    return seen;
+  }
+
+  /// A scalar value after `${VAR}` substitution; `expected` names the wanted type for messages.
+  std::optional<std::string> scalar(const YAML::Node& node, const std::string& path,
+                                    std::string_view expected) {
+    if (!node.IsScalar()) {
+      error(path, "expected " + std::string(expected) + ", got " + describe(node));
+      return std::nullopt;
+    }
+    auto value = substitute_env(node.Scalar(), env_);
+    if (!value) {
+      error(path, std::move(value.error()));
+      return std::nullopt;
+    }
+    return std::move(*value);
+  }
+
+  std::optional<std::string> nonempty_string(const YAML::Node& node, const std::string& path) {
+    auto value = scalar(node, path, "a string");
+    if (value && value->empty()) {
+      error(path, "must not be empty");
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  std::optional<bool> boolean(const YAML::Node& node, const std::string& path) {
+    const auto value = scalar(node, path, "true or false");
+    if (!value) return std::nullopt;
+    std::string lower = *value;
+    std::ranges::transform(lower, lower.begin(), [](char c) {
+      return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    });
+    // YAML 1.1's spellings, which yaml-cpp's own bool conversion also accepts.
+    if (lower == "true" || lower == "yes" || lower == "on") return true;
+    if (lower == "false" || lower == "no" || lower == "off") return false;
+    error(path, "expected true or false, got " + quoted(*value));
+    return std::nullopt;
+  }
+
+  std::optional<std::size_t> positive_int(const YAML::Node& node, const std::string& path) {
+    const auto value = scalar(node, path, "a positive integer");
+    if (!value) return std::nullopt;
+    std::size_t number = 0;
+    const char* end = value->data() + value->size();
+    const auto [ptr, ec] = std::from_chars(value->data(), end, number);
+    if (ec == std::errc::result_out_of_range && ptr == end) {
+      error(path, "integer " + quoted(*value) + " is too large");
+      return std::nullopt;
+    }
+    // from_chars accepts a leading '-' for unsigned types on some libraries; digits only here.
+    if (ec != std::errc() || ptr != end || number == 0 || value->front() == '-') {
+      error(path, "expected a positive integer, got " + quoted(*value));
+      return std::nullopt;
+    }
+    return number;
+  }
+
+  std::optional<std::chrono::milliseconds> duration(const YAML::Node& node,
+                                                    const std::string& path) {
+    const auto value = scalar(node, path, "a duration");
+    if (!value) return std::nullopt;
+    auto parsed = parse_duration(*value);
+    if (!parsed) {
+      error(path, std::move(parsed.error()));
+      return std::nullopt;
+    }
+    return *parsed;
+  }
+
+  std::optional<std::size_t> size(const YAML::Node& node, const std::string& path) {
+    const auto value = scalar(node, path, "a size");
+    if (!value) return std::nullopt;
+    auto parsed = parse_size(*value);
+    if (!parsed) {
+      error(path, std::move(parsed.error()));
+      return std::nullopt;
+    }
+    return *parsed;
+  }
+
+  void read_root(const YAML::Node& root) {
+    const Field fields[] = {
+        {"name", [this](const YAML::Node& v, const std::string& p) { read_name(v, p); }},
+        {"source", [this](const YAML::Node& v, const std::string& p) { read_source(v, p); }},
+        {"kafka", [this](const YAML::Node& v, const std::string& p) { read_kafka(v, p); }},
+        {"topics", [this](const YAML::Node& v, const std::string& p) { read_topics(v, p); }},
+        {"tables", [this](const YAML::Node& v, const std::string& p) { read_tables(v, p); }},
+        {"log", [this](const YAML::Node& v, const std::string& p) { read_log(v, p); }},
+    };
+    std::set<std::string> seen;
+    if (root.IsNull()) {
+      // An empty file: report the required keys rather than "expected a map".
+    } else if (root.IsMap()) {
+      seen = *walk(root, "", fields);
+    } else {
+      error("", "expected a map at the top level, got " + describe(root));
+      return;
+    }
+    if (!seen.contains("name")) error("name", std::string(kMissing));
+    if (!seen.contains("source")) error("source.conninfo", std::string(kMissing));
+    if (!seen.contains("tables")) error("tables", std::string(kMissing));
+
+    // Defaults derived from the name, only from a valid one (an invalid name is reported once).
+    if (name_valid_ && !slot_given_) {
+      std::string slot = default_slot_name(config_.name);
+      if (slot.size() > kMaxSlotName) {
+        error("source.slot", "the default slot name " + quoted(slot) +
+                                 " (from name) is longer than 63 characters; set source.slot");
+      } else {
+        config_.source.slot = std::move(slot);
+      }
+    }
+    if (name_valid_ && !prefix_given_) config_.topics.prefix = config_.name;
+  }
+
+  void read_name(const YAML::Node& node, const std::string& path) {
+    const auto value = scalar(node, path, "a string");
+    if (!value) return;
+    if (auto problem = name_problem(*value)) {
+      error(path, std::move(*problem));
+      return;
+    }
+    config_.name = *value;
+    name_valid_ = true;
+  }
+
+  void read_source(const YAML::Node& node, const std::string& path) {
+    SourceConfig& source = config_.source;
+    const Field fields[] = {
+        {"conninfo",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto s = nonempty_string(v, p)) source.conninfo = std::move(*s);
+         }},
+        {"slot",
+         [&](const YAML::Node& v, const std::string& p) {
+           slot_given_ = true;
+           auto s = scalar(v, p, "a string");
+           if (!s) return;
+           if (auto problem = slot_problem(*s)) {
+             error(p, std::move(*problem));
+           } else {
+             source.slot = std::move(*s);
+           }
+         }},
+        {"create_slot",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto b = boolean(v, p)) source.create_slot = *b;
+         }},
+        {"status_interval",
+         [&](const YAML::Node& v, const std::string& p) {
+           const auto d = duration(v, p);
+           if (!d) return;
+           if (*d > kMaxStatusInterval) {
+             error(p, "must be at most 1h (3600s)");
+           } else {
+             source.status_interval = *d;
+           }
+         }},
+    };
+    const auto seen = walk(node, path, fields);
+    if (seen && !seen->contains("conninfo")) error(join(path, "conninfo"), std::string(kMissing));
+  }
+
+  void read_kafka(const YAML::Node& node, const std::string& path) {
+    KafkaConfig& kafka = config_.kafka;
+    const Field fields[] = {
+        {"bootstrap_servers",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto s = nonempty_string(v, p)) kafka.bootstrap_servers = std::move(*s);
+         }},
+        {"properties", [&](const YAML::Node& v, const std::string& p) { read_properties(v, p); }},
+        {"max_in_flight_events",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto n = positive_int(v, p)) kafka.max_in_flight_events = *n;
+         }},
+        {"max_in_flight_bytes",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto n = size(v, p)) kafka.max_in_flight_bytes = *n;
+         }},
+        {"flush_timeout",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto d = duration(v, p)) kafka.flush_timeout = *d;
+         }},
+    };
+    walk(node, path, fields);
+  }
+
+  /// librdkafka properties are free-form (librdkafka itself rejects unknown names when the
+  /// producer is created), so only their shape is checked here.
+  void read_properties(const YAML::Node& node, const std::string& path) {
+    if (!node.IsMap()) {
+      error(path, "expected a map of librdkafka properties, got " + describe(node));
+      return;
+    }
+    std::set<std::string> seen;
+    for (const auto& entry : node) {
+      if (!entry.first.IsScalar() || entry.first.Scalar().empty()) {
+        error(path, "expected a property name, got " + describe(entry.first));
+        continue;
+      }
+      const std::string& name = entry.first.Scalar();
+      const std::string child = join(path, name);
+      if (!seen.insert(name).second) {
+        error(child, "duplicate key");
+        continue;
+      }
+      if (name == "bootstrap.servers") {
+        // Two places for one setting would make the precedence a trap.
+        error(child, "set kafka.bootstrap_servers instead");
+        continue;
+      }
+      // Values are never quoted in messages: they may be secrets (sasl.password).
+      if (!entry.second.IsScalar()) {
+        error(child, "expected a string, number or boolean");
+        continue;
+      }
+      auto value = scalar(entry.second, child, "a string, number or boolean");
+      if (!value) continue;
+      config_.kafka.properties[name] = normalize_bool(entry.second, std::move(*value));
+    }
+  }
+
+  /// A plain (unquoted) YAML boolean is given to librdkafka as `true`/`false`: it parses only those
+  /// spellings (rd_kafka_anyconf_set_prop0), not YAML 1.1's `yes`/`on`. Quoted text is kept.
+  static std::string normalize_bool(const YAML::Node& node, std::string value) {
+    if (node.Tag() != "?") return value;
+    const std::string& raw = node.Scalar();
+    for (std::string_view t : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
+      if (raw == t) return "true";
+    }
+    for (std::string_view f : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
+      if (raw == f) return "false";
+    }
+    return value;
+  }
+
+  void read_topics(const YAML::Node& node, const std::string& path) {
+    const Field fields[] = {
+        {"prefix",
+         [&](const YAML::Node& v, const std::string& p) {
+           prefix_given_ = true;
+           auto s = scalar(v, p, "a string");
+           if (!s) return;
+           if (auto problem = prefix_problem(*s)) {
+             error(p, std::move(*problem));
+           } else {
+             config_.topics.prefix = std::move(*s);
+           }
+         }},
+    };
+    walk(node, path, fields);
+  }
+
+  void read_tables(const YAML::Node& node, const std::string& path) {
+    if (!node.IsSequence()) {
+      error(path, "expected a list of tables, got " + describe(node));
+      return;
+    }
+    if (node.size() == 0) {
+      error(path, "must list at least one table");
+      return;
+    }
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      read_table(node[i], path + "[" + std::to_string(i) + "]");
+    }
+  }
+
+  void read_table(const YAML::Node& node, const std::string& path) {
+    TableConfig table;
+    const Field fields[] = {
+        {"name",
+         [&](const YAML::Node& v, const std::string& p) {
+           auto s = scalar(v, p, "a string");
+           if (!s) return;
+           auto parsed = parse_table_name(*s);
+           if (!parsed) {
+             error(p, std::move(parsed.error()));
+             return;
+           }
+           table.name = std::move(*s);
+           table.schema_pattern = std::move(parsed->schema);
+           table.table_pattern = std::move(parsed->table);
+         }},
+        {"outbox",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (v.IsNull()) {
+             error(p, "expected a map (write `outbox: {}` for the default column names)");
+             return;
+           }
+           read_outbox(v, p, table.outbox.emplace());
+         }},
+    };
+    const auto seen = walk(node, path, fields);
+    if (seen && !seen->contains("name")) error(join(path, "name"), std::string(kMissing));
+    config_.tables.push_back(std::move(table));
+  }
+
+  void read_outbox(const YAML::Node& node, const std::string& path, OutboxConfig& outbox) {
+    auto column = [this](std::string& target) {
+      return [this, &target](const YAML::Node& v, const std::string& p) {
+        if (auto s = nonempty_string(v, p)) target = std::move(*s);
+      };
+    };
+    const Field fields[] = {
+        {"event_id", column(outbox.event_id)},
+        {"aggregate_id", column(outbox.aggregate_id)},
+        {"aggregate_type", column(outbox.aggregate_type)},
+        {"payload", column(outbox.payload)},
+        {"topic",
+         [&](const YAML::Node& v, const std::string& p) {
+           auto s = nonempty_string(v, p);
+           if (!s) return;
+           if (auto problem = topic_template_problem(*s)) {
+             error(p, std::move(*problem));
+           } else {
+             outbox.topic = std::move(*s);
+           }
+         }},
+    };
+    walk(node, path, fields);
+  }
+
+  void read_log(const YAML::Node& node, const std::string& path) {
+    const Field fields[] = {
+        {"level",
+         [&](const YAML::Node& v, const std::string& p) {
+           auto s = scalar(v, p, "a log level");
+           if (!s) return;
+           if (std::ranges::find(kLogLevels, *s) == kLogLevels.end()) {
+             error(p, "expected one of trace, debug, info, warn, error, critical, off, got " +
+                          quoted(*s));
+           } else {
+             config_.log.level = std::move(*s);
+           }
+         }},
+        {"progress_interval",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto d = duration(v, p)) config_.log.progress_interval = *d;
+         }},
+    };
+    walk(node, path, fields);
+  }
+
+  const EnvLookup& env_;
+  Config config_;
+  std::vector<ConfigError> errors_;
+  bool name_valid_ = false;
+  bool slot_given_ = false;
+  bool prefix_given_ = false;
+};
+
+LoadResult single_error(std::string reason) {
+  LoadResult result;
+  result.errors.push_back(ConfigError{"", std::move(reason)});
+  return result;
+}
+
+}  // namespace
+
+std::string default_slot_name(std::string_view connector_name) {
+  std::string slot = "walrelay_";
+  for (char c : connector_name) {
+    if (c >= 'A' && c <= 'Z') {
+      slot += static_cast<char>(c - 'A' + 'a');
+    } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_') {
+      slot += c;
+    } else {
+      slot += '_';
+    }
+  }
+  return slot;
+}
+
+LoadResult load_config_text(const std::string& yaml_text, const std::string& source_name,
+                            const EnvLookup& env) {
+  const std::string where = source_name.empty() ? std::string() : source_name + ": ";
+  try {
+    const std::vector<YAML::Node> documents = YAML::LoadAll(yaml_text);
+    if (documents.size() > 1) {
+      // yaml-cpp's Load would silently drop every document after the first.
+      return single_error(where + "expected one YAML document, found " +
+                          std::to_string(documents.size()));
+    }
+    Loader loader(env);
+    return loader.load(documents.empty() ? YAML::Node() : documents.front());
+  } catch (const YAML::ParserException& e) {
+    return single_error(where + "YAML syntax error at line " + std::to_string(e.mark.line + 1) +
+                        ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+  } catch (const YAML::Exception& e) {
+    return single_error(where + e.what());
+  }
+}
+
+LoadResult load_config_text(const std::string& yaml_text, const std::string& source_name) {
+  return load_config_text(yaml_text, source_name, process_env);
+}
+
+LoadResult load_config_file(const std::string& path) {
+  const auto cannot_read = [&path](int err) {
+    return single_error("cannot read " + path + ": " +
+                        std::error_code(err, std::generic_category()).message());
+  };
+  // stdio rather than ifstream: it keeps errno, so the message says why (ENOENT, EACCES, EISDIR).
+  errno = 0;
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                             &std::fclose);
+  if (!file) return cannot_read(errno);
+  std::string text;
+  char buffer[8192];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
+  if (std::ferror(file.get())) return cannot_read(errno);
+  return load_config_text(text, path);
+}
+
+}  // namespace walrelay::config

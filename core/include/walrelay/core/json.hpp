@@ -1,0 +1,24 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace walrelay::json {
+
+/// Appends `text` to `out` as a JSON string token (quotes included), escaping per RFC 8259 §7:
+/// `"` and `\`, and control characters below 0x20 (as \n, \t, ... or \u00XX). Bytes ≥ 0x80 are
+/// copied as they are (the input is UTF-8 from PostgreSQL).
+void append_string(std::string& out, std::string_view text);
+
+/// Decodes a JSON string token (with its surrounding quotes) and appends the unescaped UTF-8 text
+/// to `out`. Handles every RFC 8259 escape including \uXXXX surrogate pairs. Returns false (and
+/// leaves `out` in an unspecified state) when `token` is not a well-formed string token, e.g. a
+/// number or `null`, or has a lone surrogate.
+bool unescape_string(std::string_view token, std::string& out);
+
+/// True when `token` is a JSON string token (starts with a double quote).
+inline bool is_string_token(std::string_view token) {
+  return !token.empty() && token.front() == '"';
+}
+
+}  // namespace walrelay::json

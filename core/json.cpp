@@ -1,0 +1,120 @@
+#include "walrelay/core/json.hpp"
+
+#include <cstdint>
+
+namespace walrelay::json {
+
+void append_string(std::string& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  std::size_t run = 0;  // start of the current run of bytes that need no escaping
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(text.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        out += "\\u00";
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 0xF]);
+    }
+  }
+  out.append(text.data() + run, text.size() - run);
+  out.push_back('"');
+}
+
+namespace {
+
+bool parse_hex4(std::string_view s, std::size_t pos, std::uint32_t& out) {
+  if (pos + 4 > s.size()) return false;
+  out = 0;
+  for (std::size_t i = pos; i < pos + 4; ++i) {
+    const char c = s[i];
+    std::uint32_t d = 0;
+    if (c >= '0' && c <= '9') {
+      d = static_cast<std::uint32_t>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      d = static_cast<std::uint32_t>(c - 'a' + 10);
+    } else if (c >= 'A' && c <= 'F') {
+      d = static_cast<std::uint32_t>(c - 'A' + 10);
+    } else {
+      return false;
+    }
+    out = (out << 4) | d;
+  }
+  return true;
+}
+
+void append_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+}  // namespace
+
+bool unescape_string(std::string_view token, std::string& out) {
+  if (token.size() < 2 || token.front() != '"' || token.back() != '"') return false;
+  const std::string_view s = token.substr(1, token.size() - 2);
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\') continue;
+    out.append(s.data() + run, i - run);
+    if (++i >= s.size()) return false;
+    switch (s[i]) {
+      case '"': out.push_back('"'); break;
+      case '\\': out.push_back('\\'); break;
+      case '/': out.push_back('/'); break;
+      case 'b': out.push_back('\b'); break;
+      case 'f': out.push_back('\f'); break;
+      case 'n': out.push_back('\n'); break;
+      case 'r': out.push_back('\r'); break;
+      case 't': out.push_back('\t'); break;
+      case 'u': {
+        std::uint32_t cp = 0;
+        if (!parse_hex4(s, i + 1, cp)) return false;
+        i += 4;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          std::uint32_t lo = 0;
+          if (i + 2 >= s.size() || s[i + 1] != '\\' || s[i + 2] != 'u' ||
+              !parse_hex4(s, i + 3, lo) || lo < 0xDC00 || lo > 0xDFFF) {
+            return false;
+          }
+          i += 6;
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+          return false;
+        }
+        append_utf8(out, cp);
+        break;
+      }
+      default:
+        return false;
+    }
+    run = i + 1;
+  }
+  out.append(s.data() + run, s.size() - run);
+  return true;
+}
+
+}  // namespace walrelay::json

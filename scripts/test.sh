@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The full test run on a fresh Debian 12 machine:
+#   install deps -> build debug + asan-ubsan -> start real PostgreSQL/Kafka ->
+#   all tests on debug, unit+component tests on asan-ubsan.
+# Env: WALRELAY_SKIP_INSTALL=1 skips the apt step.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+section() { printf '\n===== %s [%s] =====\n' "$*" "$(date +%T)"; }
+
+if [[ "${WALRELAY_SKIP_INSTALL:-0}" != 1 ]]; then
+  section "install dependencies"
+  scripts/install-deps.sh
+fi
+
+# Build everything before starting services, so a compile error fails fast and
+# the compilers don't compete with the JVM for memory.
+section "build: debug"
+cmake --preset debug
+cmake --build --preset debug
+
+section "build: asan-ubsan"
+cmake --preset asan-ubsan
+cmake --build --preset asan-ubsan
+
+section "start test services"
+state="$(mktemp -d /tmp/walrelay-services.XXXXXX)"
+chmod 755 "$state" # mktemp makes it 0700; the postgres user must reach its data dir in here
+finish() {
+  local rc=$?
+  section "stop test services"
+  if ((rc == 0)); then
+    tests/services/stop.sh --clean "$state" || true
+  else
+    tests/services/stop.sh "$state" || true
+    # Keep the logs of a failed run and show their tails right here in the CI log.
+    for f in "$state/postgresql.log" "$state/kafka.log"; do
+      [[ -f "$f" ]] && { echo "--- tail of $f"; tail -n 40 "$f"; }
+    done
+    echo "service state and logs kept in $state"
+  fi
+  exit "$rc"
+}
+trap finish EXIT
+tests/services/start.sh "$state"
+# shellcheck source=/dev/null
+source "$state/env"
+
+# Make UBSan findings fail the test instead of only printing a warning.
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+# Run both suites even if the first fails, so one CI run reports everything.
+failed=0
+section "tests: debug (unit, component, integration)"
+ctest --test-dir build/debug --output-on-failure --no-tests=error -j2 || failed=1
+
+section "tests: asan-ubsan (unit, component)"
+ctest --test-dir build/asan --output-on-failure --no-tests=error -L 'unit|component' || failed=1
+
+if ((failed)); then
+  section "FAILED"
+else
+  section "ALL TESTS PASSED"
+fi
+exit "$failed"

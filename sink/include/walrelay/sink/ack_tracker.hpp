@@ -1,0 +1,95 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+
+#include "walrelay/core/lsn.hpp"
+
+namespace walrelay::sink {
+
+/// Tracks which source transactions are fully acknowledged by Kafka and derives the flush LSN that
+/// may be confirmed to PostgreSQL.
+///
+/// Rule (the delivery contract): the flush LSN is the `nextlsn` (end of the commit record,
+/// shared/cases/README.md item 1) of the newest transaction whose events, and those of every
+/// earlier transaction, have all been acknowledged. It only moves forward. Delivery reports may
+/// arrive in any order across partitions (librdkafka, shared/cases/README.md item 12); a failed
+/// transaction stops the flush LSN before it for good.
+///
+/// Memory: one small entry per transaction that is open or not yet fully acknowledged, none per
+/// event. Owned by the connector's io_context thread; not thread-safe.
+class AckTracker {
+ public:
+  /// Identifies a transaction for delivery reports (the per-message opaque). Strictly increasing.
+  using TxnSeq = std::uint64_t;
+
+  /// Sets the starting flush LSN (the slot's confirmed_flush_lsn), so walrelay never reports a
+  /// position behind what the server already has. Only moves forward.
+  void set_confirmed(Lsn confirmed) {
+    if (confirmed > flush_lsn_) flush_lsn_ = confirmed;
+  }
+
+  /// Opens a transaction (wal2json B line). `next_lsn` is the end of its commit record: what
+  /// becomes the flush LSN once it is fully acknowledged. Opening a transaction while another is
+  /// open is a caller error (throws std::logic_error).
+  TxnSeq begin(Lsn next_lsn);
+
+  /// Counts one event of the open transaction handed to the producer, with `bytes` of key + value.
+  /// Throws std::logic_error when no transaction is open.
+  void add_event(std::size_t bytes);
+
+  /// Closes the open transaction (wal2json C line). Empty transactions complete here at once.
+  void commit();
+
+  /// A delivery report with success for one event of `seq` carrying `bytes`. Returns true when the
+  /// flush LSN moved.
+  bool on_ack(TxnSeq seq, std::size_t bytes);
+
+  /// A delivery that failed for good for an event of `seq`: the flush LSN never reaches `seq` or
+  /// anything after it. Returns the failed transaction's next_lsn (for the log).
+  void on_failure(TxnSeq seq, std::size_t bytes);
+
+  /// Seq of the currently open transaction, if any.
+  [[nodiscard]] std::optional<TxnSeq> open_txn() const;
+
+  /// The LSN that may be sent as flush in standby status updates (0/0 until something completes,
+  /// or the value given to `advance_idle`).
+  [[nodiscard]] Lsn flush_lsn() const { return flush_lsn_; }
+
+  /// next_lsn of transaction `seq` if it is still tracked.
+  [[nodiscard]] std::optional<Lsn> next_lsn_of(TxnSeq seq) const;
+
+  /// When nothing is open or in flight (and nothing failed), moves the flush LSN to `server_wal_end`
+  /// if that is later: an idle database must not pile up WAL behind the slot. Returns true if moved.
+  bool advance_idle(Lsn server_wal_end);
+
+  [[nodiscard]] std::size_t in_flight_events() const { return in_flight_events_; }
+  [[nodiscard]] std::size_t in_flight_bytes() const { return in_flight_bytes_; }
+  /// True once any delivery failed for good.
+  [[nodiscard]] bool failed() const { return failed_; }
+  /// Number of transactions open or waiting for acknowledgements.
+  [[nodiscard]] std::size_t pending_transactions() const { return txns_.size(); }
+
+ private:
+  struct Txn {
+    Lsn next_lsn;
+    std::uint64_t outstanding = 0;
+    bool committed = false;
+    bool failed = false;
+  };
+  Txn* find(TxnSeq seq);
+  bool advance();
+
+  std::deque<Txn> txns_;  // front() has seq front_seq_
+  TxnSeq front_seq_ = 0;
+  TxnSeq next_seq_ = 0;
+  bool open_ = false;
+  bool failed_ = false;
+  Lsn flush_lsn_;
+  std::size_t in_flight_events_ = 0;
+  std::size_t in_flight_bytes_ = 0;
+};
+
+}  // namespace walrelay::sink

@@ -1,0 +1,234 @@
+#include "walrelay/sink/kafka_producer.hpp"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+namespace walrelay::sink {
+
+namespace asio = boost::asio;
+
+bool is_permanent_failure(rd_kafka_resp_err_t err) {
+  switch (err) {
+    case RD_KAFKA_RESP_ERR_NO_ERROR:
+      return false;
+    // With message.timeout.ms=0 librdkafka retries retriable errors itself; anything that reaches
+    // a delivery report is final for that message. Listed here are the ones that are final by
+    // nature, so they are reported as such whatever the timeout setting.
+    default:
+      return true;
+  }
+}
+
+std::map<std::string, std::string> effective_producer_properties(const config::KafkaConfig& cfg,
+                                                                 const std::string& client_id) {
+  // librdkafka's own queue limits are set above walrelay's in-flight bounds so that the connector's
+  // backpressure (stop reading the slot) acts first and producev() never sees QUEUE_FULL.
+  const std::size_t max_msgs =
+      std::min<std::size_t>(cfg.max_in_flight_events * 2 + 1000, 2'000'000'000);
+  const std::size_t max_kb =
+      std::min<std::size_t>((cfg.max_in_flight_bytes / 1024) * 2 + 65536, 2'000'000'000);
+  std::map<std::string, std::string> props = {
+      {"bootstrap.servers", cfg.bootstrap_servers},
+      {"client.id", client_id},
+      {"enable.idempotence", "true"},
+      {"acks", "all"},
+      {"partitioner", "murmur2_random"},
+      {"message.timeout.ms", "0"},
+      {"queue.buffering.max.messages", std::to_string(max_msgs)},
+      {"queue.buffering.max.kbytes", std::to_string(max_kb)},
+  };
+  for (const auto& [k, v] : cfg.properties) props[k] = v;
+  return props;
+}
+
+KafkaProducer::KafkaProducer(asio::any_io_executor executor, const config::KafkaConfig& cfg,
+                             const std::string& client_id, DeliveryHandler on_delivery,
+                             FatalHandler on_fatal)
+    : on_delivery_(std::move(on_delivery)), on_fatal_(std::move(on_fatal)) {
+  char errstr[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  for (const auto& [k, v] : effective_producer_properties(cfg, client_id)) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) !=
+        RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      // errstr names the property and may quote its value; report the name only.
+      throw std::runtime_error("kafka.properties." + k + ": rejected by librdkafka");
+    }
+  }
+  rd_kafka_conf_set_dr_msg_cb(conf, &KafkaProducer::on_dr);
+  rd_kafka_conf_set_error_cb(conf, &KafkaProducer::on_error);
+  rd_kafka_conf_set_opaque(conf, this);
+  rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  if (rk_ == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    throw std::runtime_error(std::string("cannot create Kafka producer: ") + errstr);
+  }
+  main_queue_ = rd_kafka_queue_get_main(rk_);
+  int fds[2];
+  if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  pipe_read_ = fds[0];
+  pipe_write_ = fds[1];
+  // librdkafka writes "1" to the pipe when the main queue (delivery reports, errors) goes from
+  // empty to non-empty (rdkafka.h, rd_kafka_queue_io_event_enable).
+  rd_kafka_queue_io_event_enable(main_queue_, pipe_write_, "1", 1);
+  watcher_ = std::make_unique<asio::posix::stream_descriptor>(executor, pipe_read_);
+}
+
+KafkaProducer::~KafkaProducer() {
+  stop();
+  for (auto& [name, rkt] : topics_) rd_kafka_topic_destroy(rkt);
+  if (main_queue_ != nullptr) {
+    rd_kafka_queue_io_event_enable(main_queue_, -1, nullptr, 0);
+    rd_kafka_queue_destroy(main_queue_);
+  }
+  if (rk_ != nullptr) rd_kafka_destroy(rk_);
+  if (watcher_) {
+    watcher_->close();
+  } else if (pipe_read_ >= 0) {
+    ::close(pipe_read_);
+  }
+  if (pipe_write_ >= 0) ::close(pipe_write_);
+}
+
+void KafkaProducer::start() {
+  stopped_ = false;
+  poll();  // anything queued before the watcher existed
+  arm();
+}
+
+void KafkaProducer::stop() {
+  stopped_ = true;
+  if (watcher_) {
+    boost::system::error_code ec;
+    watcher_->cancel(ec);
+  }
+}
+
+void KafkaProducer::arm() {
+  if (stopped_) return;
+  watcher_->async_wait(asio::posix::stream_descriptor::wait_read,
+                       [this](const boost::system::error_code& ec) {
+                         if (ec || stopped_) return;
+                         char drain[64];
+                         while (::read(pipe_read_, drain, sizeof drain) > 0) {
+                         }
+                         poll();
+                         arm();
+                       });
+}
+
+void KafkaProducer::poll() {
+  // Each call serves all events queued at the time; loop until the queue is empty so that no
+  // report waits for the next pipe write (which only comes on an empty → non-empty transition).
+  while (rd_kafka_poll(rk_, 0) > 0) {
+  }
+}
+
+int KafkaProducer::flush(std::chrono::milliseconds timeout) {
+  rd_kafka_flush(rk_, static_cast<int>(timeout.count()));
+  poll();
+  return rd_kafka_outq_len(rk_);
+}
+
+void KafkaProducer::purge() {
+  rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  poll();
+}
+
+std::expected<int, std::string> probe_brokers(const config::KafkaConfig& cfg,
+                                              std::chrono::milliseconds timeout) {
+  char errstr[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  for (const auto& [k, v] : effective_producer_properties(cfg, "walrelay-check")) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return std::unexpected("kafka.properties." + k + ": rejected by librdkafka");
+    }
+  }
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  if (rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return std::unexpected(std::string(errstr));
+  }
+  const rd_kafka_metadata_t* md = nullptr;
+  const rd_kafka_resp_err_t err =
+      rd_kafka_metadata(rk, 0, nullptr, &md, static_cast<int>(timeout.count()));
+  std::expected<int, std::string> result = std::unexpected(std::string(rd_kafka_err2str(err)));
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    result = md->broker_cnt;
+    rd_kafka_metadata_destroy(md);
+  }
+  rd_kafka_destroy(rk);
+  return result;
+}
+
+int KafkaProducer::outstanding() const { return rd_kafka_outq_len(rk_); }
+
+rd_kafka_topic_t* KafkaProducer::topic_handle(std::string_view name) {
+  if (auto it = topics_.find(name); it != topics_.end()) return it->second;
+  std::string owned(name);
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_, owned.c_str(), nullptr);
+  if (rkt == nullptr) return nullptr;
+  topics_.emplace(std::move(owned), rkt);
+  return rkt;
+}
+
+rd_kafka_resp_err_t KafkaProducer::produce(const Record& record, std::uint64_t opaque) {
+  rd_kafka_topic_t* rkt = topic_handle(record.topic);
+  if (rkt == nullptr) return rd_kafka_last_error();
+  rd_kafka_headers_t* hdrs = nullptr;
+  if (!record.headers.empty()) {
+    hdrs = rd_kafka_headers_new(record.headers.size());
+    for (const auto& h : record.headers) {
+      rd_kafka_header_add(hdrs, h.name.data(), static_cast<ssize_t>(h.name.size()), h.value.data(),
+                          static_cast<ssize_t>(h.value.size()));
+    }
+  }
+  void* value_ptr = record.value ? const_cast<char*>(record.value->data()) : nullptr;
+  const std::size_t value_len = record.value ? record.value->size() : 0;
+  void* key_ptr = record.key ? const_cast<char*>(record.key->data()) : nullptr;
+  const std::size_t key_len = record.key ? record.key->size() : 0;
+  const rd_kafka_resp_err_t err = rd_kafka_producev(
+      rk_, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+      RD_KAFKA_V_VALUE(value_ptr, value_len), RD_KAFKA_V_KEY(key_ptr, key_len),
+      RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_TIMESTAMP(record.timestamp_ms),
+      RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(static_cast<std::uintptr_t>(opaque))),
+      RD_KAFKA_V_END);
+  // On failure the headers were not taken over by librdkafka (rdkafka.h, rd_kafka_producev).
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR && hdrs != nullptr) rd_kafka_headers_destroy(hdrs);
+  return err;
+}
+
+void KafkaProducer::on_dr(rd_kafka_t* /*rk*/, const rd_kafka_message_t* msg, void* opaque) {
+  auto* self = static_cast<KafkaProducer*>(opaque);
+  DeliveryReport r;
+  r.opaque = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(msg->_private));
+  r.bytes = msg->len + msg->key_len;
+  r.err = msg->err;
+  r.topic = msg->rkt != nullptr ? std::string_view(rd_kafka_topic_name(msg->rkt)) : "";
+  if (msg->key != nullptr) r.key = std::string_view(static_cast<const char*>(msg->key), msg->key_len);
+  r.partition = msg->partition;
+  r.offset = msg->offset;
+  self->on_delivery_(r);
+}
+
+void KafkaProducer::on_error(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+  auto* self = static_cast<KafkaProducer*>(opaque);
+  if (err == RD_KAFKA_RESP_ERR__FATAL) {
+    char buf[512];
+    const rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
+    self->on_fatal_(std::string(rd_kafka_err2name(orig)) + ": " + buf);
+    return;
+  }
+  // Other errors are informational: librdkafka recovers by itself (brokers down, timeouts).
+  spdlog::get("sink") ? spdlog::get("sink")->warn("kafka: {} ({})", reason,
+                                                  rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)))
+                      : spdlog::warn("kafka: {}", reason);
+}
+
+}  // namespace walrelay::sink
