@@ -29,7 +29,14 @@ constexpr std::array<std::string_view, 7> kLogLevels{"trace", "debug",    "info"
                                                      "error", "critical", "off"};
 
 std::string quoted(std::string_view text) {
-  return "\"" + std::string(text) + "\"";
+  // Appends instead of `"\"" + std::string(text)`: GCC 12 at -O2/-O3 reports a false -Wrestrict
+  // in operator+(const char*, std::string&&) (GCC bug 105329).
+  std::string out;
+  out.reserve(text.size() + 2);
+  out += '"';
+  out += text;
+  out += '"';
+  return out;
 }
 
 std::string join(const std::string& path, std::string_view key) {

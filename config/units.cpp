@@ -45,7 +45,14 @@ bool iequals(std::string_view a, std::string_view b) {
 }
 
 std::string quoted(std::string_view text) {
-  return "\"" + std::string(text) + "\"";
+  // Appends instead of `"\"" + std::string(text)`: GCC 12 at -O2/-O3 reports a false -Wrestrict
+  // in operator+(const char*, std::string&&) (GCC bug 105329).
+  std::string out;
+  out.reserve(text.size() + 2);
+  out += '"';
+  out += text;
+  out += '"';
+  return out;
 }
 
 /// number * factor, or nullopt on overflow of `limit`.

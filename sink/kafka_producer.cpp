@@ -62,6 +62,15 @@ KafkaProducer::KafkaProducer(asio::any_io_executor executor, const config::Kafka
   }
   rd_kafka_conf_set_dr_msg_cb(conf, &KafkaProducer::on_dr);
   rd_kafka_conf_set_error_cb(conf, &KafkaProducer::on_error);
+  // librdkafka's own log lines go through spdlog (its default prints to stderr in its own format).
+  // Called from librdkafka's threads: the spdlog logger is thread-safe.
+  rd_kafka_conf_set_log_cb(conf, [](const rd_kafka_t*, int level, const char* fac, const char* buf) {
+    const auto lvl = level <= 3   ? spdlog::level::err
+                     : level <= 4 ? spdlog::level::warn
+                     : level <= 6 ? spdlog::level::info
+                                  : spdlog::level::debug;
+    spdlog::log(lvl, "librdkafka {}: {}", fac, buf);
+  });
   rd_kafka_conf_set_opaque(conf, this);
   rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
   if (rk_ == nullptr) {
@@ -226,9 +235,7 @@ void KafkaProducer::on_error(rd_kafka_t* rk, int err, const char* reason, void* 
     return;
   }
   // Other errors are informational: librdkafka recovers by itself (brokers down, timeouts).
-  spdlog::get("sink") ? spdlog::get("sink")->warn("kafka: {} ({})", reason,
-                                                  rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)))
-                      : spdlog::warn("kafka: {}", reason);
+  spdlog::warn("kafka: {} ({})", reason, rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)));
 }
 
 }  // namespace walrelay::sink
