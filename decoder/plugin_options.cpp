@@ -19,8 +19,8 @@ std::string escape_add_tables_name(const std::string& name) {
 std::vector<std::pair<std::string, std::string>> wal2json_options(
     const std::vector<TableFilter>& tables) {
   std::vector<std::pair<std::string, std::string>> opts = {
-      {"format-version", "2"},   {"include-xids", "1"},      {"include-timestamp", "1"},
-      {"include-lsn", "1"},      {"include-pk", "1"},        {"include-transaction", "1"},
+      {"format-version", "2"},    {"include-xids", "1"},  {"include-timestamp", "1"},
+      {"include-lsn", "1"},       {"include-pk", "1"},    {"include-transaction", "1"},
       {"include-type-oids", "1"}, {"include-types", "0"},
   };
   if (!tables.empty()) {

@@ -18,8 +18,8 @@ struct Wal2JsonDecoder::Impl {
 namespace {
 
 std::string_view trim_right(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' ||
-                        s.back() == '\t')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
     s.remove_suffix(1);
   }
   return s;
@@ -101,7 +101,9 @@ std::expected<void, DecodeError> parse_columns(od::value v, std::string_view fie
 }  // namespace
 
 Wal2JsonDecoder::Wal2JsonDecoder() : impl_(new Impl) {}
-Wal2JsonDecoder::~Wal2JsonDecoder() { delete impl_; }
+Wal2JsonDecoder::~Wal2JsonDecoder() {
+  delete impl_;
+}
 
 std::expected<const Change*, DecodeError> Wal2JsonDecoder::decode(std::string_view line) {
   auto& buf = impl_->buffer;

@@ -1,7 +1,7 @@
 #include "walrelay/router/event_router.hpp"
 
-#include <chrono>
 #include <charconv>
+#include <chrono>
 
 #include "walrelay/core/json.hpp"
 
@@ -186,8 +186,8 @@ TableRole EventRouter::role_of(std::string_view schema, std::string_view table) 
   return rule_for(schema, table).role;
 }
 
-std::expected<std::span<const Record>, MappingError> EventRouter::route(
-    const decoder::Change& c, const TxnInfo& txn) {
+std::expected<std::span<const Record>, MappingError> EventRouter::route(const decoder::Change& c,
+                                                                        const TxnInfo& txn) {
   using decoder::Action;
   if (c.action != Action::kInsert && c.action != Action::kUpdate && c.action != Action::kDelete) {
     return std::span<const Record>{};
@@ -359,8 +359,8 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route_outbox(
   }
 
   headers_[0] = Header{"id", id_};
-  records_[0] = Record{topic_, std::string_view(key_), value,
-                       std::span<const Header>(headers_.data(), 1), 0};
+  records_[0] =
+      Record{topic_, std::string_view(key_), value, std::span<const Header>(headers_.data(), 1), 0};
   return std::span<const Record>(records_.data(), 1);
 }
 

@@ -53,8 +53,7 @@ KafkaProducer::KafkaProducer(asio::any_io_executor executor, const config::Kafka
   char errstr[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   for (const auto& [k, v] : effective_producer_properties(cfg, client_id)) {
-    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) !=
-        RD_KAFKA_CONF_OK) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
       rd_kafka_conf_destroy(conf);
       // errstr names the property and may quote its value; report the name only.
       throw std::runtime_error("kafka.properties." + k + ": rejected by librdkafka");
@@ -64,13 +63,14 @@ KafkaProducer::KafkaProducer(asio::any_io_executor executor, const config::Kafka
   rd_kafka_conf_set_error_cb(conf, &KafkaProducer::on_error);
   // librdkafka's own log lines go through spdlog (its default prints to stderr in its own format).
   // Called from librdkafka's threads: the spdlog logger is thread-safe.
-  rd_kafka_conf_set_log_cb(conf, [](const rd_kafka_t*, int level, const char* fac, const char* buf) {
-    const auto lvl = level <= 3   ? spdlog::level::err
-                     : level <= 4 ? spdlog::level::warn
-                     : level <= 6 ? spdlog::level::info
-                                  : spdlog::level::debug;
-    spdlog::log(lvl, "librdkafka {}: {}", fac, buf);
-  });
+  rd_kafka_conf_set_log_cb(conf,
+                           [](const rd_kafka_t*, int level, const char* fac, const char* buf) {
+                             const auto lvl = level <= 3   ? spdlog::level::err
+                                              : level <= 4 ? spdlog::level::warn
+                                              : level <= 6 ? spdlog::level::info
+                                                           : spdlog::level::debug;
+                             spdlog::log(lvl, "librdkafka {}: {}", fac, buf);
+                           });
   rd_kafka_conf_set_opaque(conf, this);
   rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
   if (rk_ == nullptr) {
@@ -176,7 +176,9 @@ std::expected<int, std::string> probe_brokers(const config::KafkaConfig& cfg,
   return result;
 }
 
-int KafkaProducer::outstanding() const { return rd_kafka_outq_len(rk_); }
+int KafkaProducer::outstanding() const {
+  return rd_kafka_outq_len(rk_);
+}
 
 rd_kafka_topic_t* KafkaProducer::topic_handle(std::string_view name) {
   if (auto it = topics_.find(name); it != topics_.end()) return it->second;
@@ -220,7 +222,8 @@ void KafkaProducer::on_dr(rd_kafka_t* /*rk*/, const rd_kafka_message_t* msg, voi
   r.bytes = msg->len + msg->key_len;
   r.err = msg->err;
   r.topic = msg->rkt != nullptr ? std::string_view(rd_kafka_topic_name(msg->rkt)) : "";
-  if (msg->key != nullptr) r.key = std::string_view(static_cast<const char*>(msg->key), msg->key_len);
+  if (msg->key != nullptr)
+    r.key = std::string_view(static_cast<const char*>(msg->key), msg->key_len);
   r.partition = msg->partition;
   r.offset = msg->offset;
   self->on_delivery_(r);

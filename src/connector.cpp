@@ -31,7 +31,9 @@ std::string glob_to_like(const std::string& glob) {
   return out;
 }
 
-std::string version_string() { return WALRELAY_VERSION; }
+std::string version_string() {
+  return WALRELAY_VERSION;
+}
 
 }  // namespace
 
@@ -57,9 +59,10 @@ bool Connector::prepare() {
     spdlog::error("cannot read wal_level: {}", wal_level.error());
     return false;
   } else if (wal_level->empty() || (*wal_level)[0][0].value_or("") != "logical") {
-    spdlog::error("wal_level is '{}': logical decoding needs wal_level=logical (PostgreSQL docs "
-                  "§20.5.1); set it in postgresql.conf and restart the server",
-                  wal_level->empty() ? "" : (*wal_level)[0][0].value_or(""));
+    spdlog::error(
+        "wal_level is '{}': logical decoding needs wal_level=logical (PostgreSQL docs "
+        "§20.5.1); set it in postgresql.conf and restart the server",
+        wal_level->empty() ? "" : (*wal_level)[0][0].value_or(""));
     return false;
   }
 
@@ -92,9 +95,10 @@ bool Connector::prepare() {
       return false;
     }
     if (s.plugin != "wal2json") {
-      spdlog::error("replication slot '{}' uses output plugin '{}'; walrelay needs 'wal2json'. "
-                    "Drop it or configure another source.slot",
-                    slot, s.plugin);
+      spdlog::error(
+          "replication slot '{}' uses output plugin '{}'; walrelay needs 'wal2json'. "
+          "Drop it or configure another source.slot",
+          slot, s.plugin);
       return false;
     }
     if (s.database != system_.dbname) {
@@ -103,9 +107,10 @@ bool Connector::prepare() {
       return false;
     }
     if (s.wal_status == "lost") {
-      spdlog::error("replication slot '{}' is invalidated (wal_status=lost): changes after {} may "
-                    "be gone. Not streaming from it",
-                    slot, s.confirmed_flush_lsn.to_string());
+      spdlog::error(
+          "replication slot '{}' is invalidated (wal_status=lost): changes after {} may "
+          "be gone. Not streaming from it",
+          slot, s.confirmed_flush_lsn.to_string());
       return false;
     }
     if (s.active) {
@@ -142,9 +147,8 @@ bool Connector::prepare() {
         "AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
         "AND n.nspname NOT LIKE 'pg\\_toast%' "
         "AND n.nspname LIKE " +
-        replication::quote_literal(glob_to_like(tc.schema_pattern)) +
-        " AND c.relname LIKE " + replication::quote_literal(glob_to_like(tc.table_pattern)) +
-        " ORDER BY 1, 2");
+        replication::quote_literal(glob_to_like(tc.schema_pattern)) + " AND c.relname LIKE " +
+        replication::quote_literal(glob_to_like(tc.table_pattern)) + " ORDER BY 1, 2");
     if (!rows) {
       spdlog::error("cannot look up tables for '{}': {}", tc.name, rows.error());
       return false;
@@ -165,22 +169,25 @@ bool Connector::prepare() {
       const std::string ident = r[2].value_or("d");
       const bool has_pk = r[3].value_or("f") == "t";
       if (ident == "n") {
-        spdlog::warn("table {}.{} has REPLICA IDENTITY NOTHING: wal2json drops its UPDATE and "
-                     "DELETE changes without a trace. Set REPLICA IDENTITY DEFAULT (with a primary "
-                     "key) or FULL",
-                     schema, table);
+        spdlog::warn(
+            "table {}.{} has REPLICA IDENTITY NOTHING: wal2json drops its UPDATE and "
+            "DELETE changes without a trace. Set REPLICA IDENTITY DEFAULT (with a primary "
+            "key) or FULL",
+            schema, table);
       } else if (ident == "d" && !has_pk) {
-        spdlog::warn("table {}.{} has REPLICA IDENTITY DEFAULT but no usable (non-deferrable) "
-                     "primary key: wal2json drops its UPDATE and DELETE changes without a trace. "
-                     "Add a primary key or set REPLICA IDENTITY FULL",
-                     schema, table);
+        spdlog::warn(
+            "table {}.{} has REPLICA IDENTITY DEFAULT but no usable (non-deferrable) "
+            "primary key: wal2json drops its UPDATE and DELETE changes without a trace. "
+            "Add a primary key or set REPLICA IDENTITY FULL",
+            schema, table);
       }
     }
   }
   if (!filter_on_server) {
     filters.clear();
-    spdlog::info("a tables pattern uses a partial glob: filtering tables in walrelay instead of "
-                 "wal2json's add-tables");
+    spdlog::info(
+        "a tables pattern uses a partial glob: filtering tables in walrelay instead of "
+        "wal2json's add-tables");
   }
   plugin_options_ = decoder::wal2json_options(filters);
   spdlog::info("tables: {} row-change, {} outbox matched now", row_tables, outbox_tables);
@@ -198,9 +205,10 @@ ExitCode Connector::run() {
         io_.get_executor(), cfg_.kafka, "walrelay-" + cfg_.name,
         [this](const sink::DeliveryReport& r) { on_delivery(r); },
         [this](const std::string& reason) {
-          spdlog::error("Kafka producer fatal error: {}; not confirming anything past the "
-                        "unacknowledged events",
-                        reason);
+          spdlog::error(
+              "Kafka producer fatal error: {}; not confirming anything past the "
+              "unacknowledged events",
+              reason);
           shutdown(ExitCode::kDeliveryFailed);
         });
   } catch (const std::exception& e) {
@@ -224,11 +232,12 @@ ExitCode Connector::run() {
     stream_.close();
     return ExitCode::kRuntimeError;
   }
-  spdlog::info("streaming: server {} (system {}, timeline {}), database {}, slot {} from "
-               "confirmed_flush_lsn {}, server WAL at {}, topic prefix '{}', kafka {}",
-               system_.server_version, system_.system_id, system_.timeline, system_.dbname,
-               cfg_.source.slot, start_lsn_.to_string(), system_.xlogpos.to_string(),
-               cfg_.topics.prefix, cfg_.kafka.bootstrap_servers);
+  spdlog::info(
+      "streaming: server {} (system {}, timeline {}), database {}, slot {} from "
+      "confirmed_flush_lsn {}, server WAL at {}, topic prefix '{}', kafka {}",
+      system_.server_version, system_.system_id, system_.timeline, system_.dbname, cfg_.source.slot,
+      start_lsn_.to_string(), system_.xlogpos.to_string(), cfg_.topics.prefix,
+      cfg_.kafka.bootstrap_servers);
 
   signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
     if (ec) return;
@@ -261,8 +270,8 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
       }
       tracker_.begin(c.next_lsn);
       in_txn_ = true;
-      txn_ = router::TxnInfo{c.xid, c.lsn, router::parse_commit_timestamp_ms(c.timestamp).value_or(0),
-                             0};
+      txn_ = router::TxnInfo{c.xid, c.lsn,
+                             router::parse_commit_timestamp_ms(c.timestamp).value_or(0), 0};
       return;
     }
     case Action::kCommit:
@@ -294,8 +303,8 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
     const rd_kafka_resp_err_t err = producer_->produce(rec, seq);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       spdlog::error("cannot publish to topic {} (key {}, LSN {}, xid {}): {}", rec.topic,
-                    rec.key ? std::string(*rec.key) : std::string("null"), c.lsn.to_string(),
-                    c.xid, rd_kafka_err2str(err));
+                    rec.key ? std::string(*rec.key) : std::string("null"), c.lsn.to_string(), c.xid,
+                    rd_kafka_err2str(err));
       shutdown(ExitCode::kDeliveryFailed);
       return;
     }
@@ -324,10 +333,11 @@ void Connector::on_delivery(const sink::DeliveryReport& r) {
     const auto lsn = tracker_.next_lsn_of(r.opaque);
     tracker_.on_failure(r.opaque, r.bytes);
     if (!stopping_) {
-      spdlog::error("delivery failed for good: topic {}, key {}, transaction ending at LSN {}: {}; "
-                    "not confirming this transaction or anything after it",
-                    r.topic, r.key.empty() ? std::string("null") : std::string(r.key),
-                    lsn ? lsn->to_string() : std::string("?"), rd_kafka_err2str(r.err));
+      spdlog::error(
+          "delivery failed for good: topic {}, key {}, transaction ending at LSN {}: {}; "
+          "not confirming this transaction or anything after it",
+          r.topic, r.key.empty() ? std::string("null") : std::string(r.key),
+          lsn ? lsn->to_string() : std::string("?"), rd_kafka_err2str(r.err));
       shutdown(ExitCode::kDeliveryFailed);
     }
     return;
@@ -369,14 +379,15 @@ void Connector::schedule_progress() {
     if (ec || stopping_) return;
     const auto now = std::chrono::steady_clock::now();
     const double secs = std::chrono::duration<double>(now - last_progress_).count();
-    const double rate = secs > 0 ? static_cast<double>(events_total_ - events_at_last_progress_) / secs : 0;
+    const double rate =
+        secs > 0 ? static_cast<double>(events_total_ - events_at_last_progress_) / secs : 0;
     const Lsn flush = tracker_.flush_lsn();
-    const std::uint64_t lag =
-        server_wal_end_ > flush ? server_wal_end_.value() - flush.value() : 0;
-    spdlog::info("progress: {:.0f} events/s, {} events total, flush_lsn {}, lag {} bytes, "
-                 "in flight {} events / {} bytes{}",
-                 rate, events_total_, flush.to_string(), lag, tracker_.in_flight_events(),
-                 tracker_.in_flight_bytes(), stream_.paused() ? " (paused: backpressure)" : "");
+    const std::uint64_t lag = server_wal_end_ > flush ? server_wal_end_.value() - flush.value() : 0;
+    spdlog::info(
+        "progress: {:.0f} events/s, {} events total, flush_lsn {}, lag {} bytes, "
+        "in flight {} events / {} bytes{}",
+        rate, events_total_, flush.to_string(), lag, tracker_.in_flight_events(),
+        tracker_.in_flight_bytes(), stream_.paused() ? " (paused: backpressure)" : "");
     events_at_last_progress_ = events_total_;
     last_progress_ = now;
     schedule_progress();
@@ -409,9 +420,10 @@ void Connector::shutdown(ExitCode code) {
     if (producer_) {
       const int left = producer_->flush(cfg_.kafka.flush_timeout);
       if (left > 0) {
-        spdlog::warn("{} events were not acknowledged within kafka.flush_timeout; they will be "
-                     "sent again on restart",
-                     left);
+        spdlog::warn(
+            "{} events were not acknowledged within kafka.flush_timeout; they will be "
+            "sent again on restart",
+            left);
         producer_->purge();
       }
       producer_->stop();

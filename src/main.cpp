@@ -37,8 +37,7 @@ int main(int argc, char** argv) {
   std::string config_path;
   auto* run = app.add_subcommand("run", "stream the slot to Kafka until SIGINT/SIGTERM");
   run->add_option("-c,--config", config_path, "configuration file (YAML)")->required();
-  auto* check =
-      app.add_subcommand("check", "validate the configuration and connect to both ends");
+  auto* check = app.add_subcommand("check", "validate the configuration and connect to both ends");
   check->add_option("-c,--config", config_path, "configuration file (YAML)")->required();
 
   try {

@@ -57,7 +57,9 @@ ReplicationStream::ReplicationStream(asio::any_io_executor executor, std::string
       conninfo_(std::move(conninfo)),
       application_name_(std::move(application_name)) {}
 
-ReplicationStream::~ReplicationStream() { close(); }
+ReplicationStream::~ReplicationStream() {
+  close();
+}
 
 std::string ReplicationStream::last_error() const {
   return conn_ != nullptr ? trim(PQerrorMessage(conn_)) : std::string("not connected");
@@ -81,8 +83,8 @@ std::expected<SystemInfo, std::string> ReplicationStream::connect() {
   options += kPinnedOptions;
 
   const char* keywords[] = {"dbname", "replication", "options", "application_name", nullptr};
-  const char* values[] = {conninfo_.c_str(), "database", options.c_str(),
-                          application_name_.c_str(), nullptr};
+  const char* values[] = {conninfo_.c_str(), "database", options.c_str(), application_name_.c_str(),
+                          nullptr};
   conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (conn_ == nullptr) return std::unexpected("out of memory creating the PostgreSQL connection");
   if (PQstatus(conn_) != CONNECTION_OK) {
@@ -130,8 +132,8 @@ std::expected<std::vector<ReplicationStream::Row>, std::string> ReplicationStrea
       if (PQgetisnull(res, i, j)) {
         row.emplace_back(std::nullopt);
       } else {
-        row.emplace_back(std::string(PQgetvalue(res, i, j),
-                                     static_cast<std::size_t>(PQgetlength(res, i, j))));
+        row.emplace_back(
+            std::string(PQgetvalue(res, i, j), static_cast<std::size_t>(PQgetlength(res, i, j))));
       }
     }
     rows.push_back(std::move(row));
@@ -175,8 +177,8 @@ std::expected<std::pair<Lsn, std::string>, std::string> ReplicationStream::creat
 std::expected<void, std::string> ReplicationStream::start(
     const std::string& slot, Lsn start_lsn,
     const std::vector<std::pair<std::string, std::string>>& options, Handlers handlers) {
-  std::string cmd = "START_REPLICATION SLOT " + quote_ident(slot) + " LOGICAL " +
-                    start_lsn.to_string();
+  std::string cmd =
+      "START_REPLICATION SLOT " + quote_ident(slot) + " LOGICAL " + start_lsn.to_string();
   if (!options.empty()) {
     cmd += " (";
     bool first = true;
@@ -194,7 +196,8 @@ std::expected<void, std::string> ReplicationStream::start(
     return std::unexpected(msg.empty() ? last_error() : msg);
   }
   PQclear(res);
-  if (PQsetnonblocking(conn_, 1) != 0) return std::unexpected("cannot make the connection non-blocking");
+  if (PQsetnonblocking(conn_, 1) != 0)
+    return std::unexpected("cannot make the connection non-blocking");
   handlers_ = std::move(handlers);
   streaming_ = true;
   ended_ = false;
@@ -205,7 +208,9 @@ std::expected<void, std::string> ReplicationStream::start(
   return {};
 }
 
-void ReplicationStream::pause() { paused_ = true; }
+void ReplicationStream::pause() {
+  paused_ = true;
+}
 
 void ReplicationStream::resume() {
   if (!paused_) return;
@@ -309,8 +314,8 @@ bool ReplicationStream::send_status_blocking(Lsn write, Lsn flush, Lsn apply) {
   std::array<char, kStatusUpdateSize> buf{};
   encode_status_update(write, flush, apply, now_pg(), false, buf);
   PQsetnonblocking(conn_, 0);
-  const bool ok = PQputCopyData(conn_, buf.data(), static_cast<int>(buf.size())) == 1 &&
-                  PQflush(conn_) == 0;
+  const bool ok =
+      PQputCopyData(conn_, buf.data(), static_cast<int>(buf.size())) == 1 && PQflush(conn_) == 0;
   PQsetnonblocking(conn_, 1);
   return ok;
 }
@@ -320,7 +325,8 @@ void ReplicationStream::end(StreamEnd how, std::string reason) {
   ended_ = true;
   streaming_ = false;
   if (handlers_.on_end) {
-    asio::post(executor_, [this, how, reason = std::move(reason)] { handlers_.on_end(how, reason); });
+    asio::post(executor_,
+               [this, how, reason = std::move(reason)] { handlers_.on_end(how, reason); });
   }
 }
 

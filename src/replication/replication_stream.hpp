@@ -22,15 +22,15 @@ namespace walrelay::replication {
 struct SystemInfo {
   std::string system_id;  ///< the cluster's unique system identifier (decimal text)
   std::uint32_t timeline = 0;
-  Lsn xlogpos;            ///< current WAL flush location
-  std::string dbname;     ///< database of this replication connection
-  int server_version = 0; ///< PQserverVersion, e.g. 150018
+  Lsn xlogpos;             ///< current WAL flush location
+  std::string dbname;      ///< database of this replication connection
+  int server_version = 0;  ///< PQserverVersion, e.g. 150018
 };
 
 /// A row of pg_replication_slots for one slot.
 struct SlotInfo {
   std::string plugin;
-  std::string slot_type;   ///< "logical" or "physical"
+  std::string slot_type;  ///< "logical" or "physical"
   std::string database;
   bool active = false;
   std::optional<int> active_pid;
@@ -81,19 +81,19 @@ class ReplicationStream {
   /// Looks the slot up in pg_replication_slots; nullopt when it does not exist.
   std::expected<std::optional<SlotInfo>, std::string> find_slot(const std::string& slot);
 
-  /// CREATE_REPLICATION_SLOT <slot> LOGICAL <plugin> (SNAPSHOT '<snapshot>') (PostgreSQL docs §55.4).
-  /// `snapshot` is "nothing" for streaming only, or "export" for a later initial load: the
+  /// CREATE_REPLICATION_SLOT <slot> LOGICAL <plugin> (SNAPSHOT '<snapshot>') (PostgreSQL docs
+  /// §55.4). `snapshot` is "nothing" for streaming only, or "export" for a later initial load: the
   /// returned snapshot name is then valid until the next command on this connection.
   /// Returns the consistent point and the exported snapshot name (empty unless exported).
   std::expected<std::pair<Lsn, std::string>, std::string> create_slot(const std::string& slot,
-                                                                       const std::string& plugin,
-                                                                       const std::string& snapshot);
+                                                                      const std::string& plugin,
+                                                                      const std::string& snapshot);
 
   /// Sends START_REPLICATION SLOT <slot> LOGICAL <start> (<options>) and starts reading on the
   /// executor. A `start` of 0/0 makes the server resume from the slot's confirmed_flush_lsn.
-  std::expected<void, std::string> start(const std::string& slot, Lsn start,
-                                         const std::vector<std::pair<std::string, std::string>>& options,
-                                         Handlers handlers);
+  std::expected<void, std::string> start(
+      const std::string& slot, Lsn start,
+      const std::vector<std::pair<std::string, std::string>>& options, Handlers handlers);
 
   /// Stops handing messages out (backpressure). Status updates can still be sent.
   void pause();
@@ -127,8 +127,8 @@ class ReplicationStream {
   Handlers handlers_;
   bool streaming_ = false;
   bool paused_ = false;
-  bool reading_ = false;   // an async read wait is outstanding
-  bool writing_ = false;   // an async write wait is outstanding
+  bool reading_ = false;  // an async read wait is outstanding
+  bool writing_ = false;  // an async write wait is outstanding
   bool ended_ = false;
 };
 

@@ -154,8 +154,8 @@ TEST(Decoder, MessagesTransactionalAndNot) {
 
 TEST(Decoder, TruncateLine) {
   Wal2JsonDecoder d;
-  const Change& c = decode_ok(
-      d, R"({"action":"T","xid":9,"lsn":"0/20","schema":"public","table":"t"})");
+  const Change& c =
+      decode_ok(d, R"({"action":"T","xid":9,"lsn":"0/20","schema":"public","table":"t"})");
   EXPECT_EQ(c.action, Action::kTruncate);
   EXPECT_EQ(c.table, "t");
 }
@@ -179,7 +179,9 @@ TEST(Decoder, ErrorsNameTheProblem) {
 
 TEST(Decoder, ReusedBuffersDoNotLeakPreviousLine) {
   Wal2JsonDecoder d;
-  decode_ok(d, R"({"action":"I","xid":1,"lsn":"0/1","schema":"s","table":"t","columns":[{"name":"a","typeoid":23,"value":1},{"name":"b","typeoid":23,"value":2}]})");
+  decode_ok(
+      d,
+      R"({"action":"I","xid":1,"lsn":"0/1","schema":"s","table":"t","columns":[{"name":"a","typeoid":23,"value":1},{"name":"b","typeoid":23,"value":2}]})");
   const Change& c = decode_ok(d, R"({"action":"T","xid":2,"lsn":"0/2","schema":"s","table":"u"})");
   EXPECT_TRUE(c.columns.empty());
   EXPECT_TRUE(c.pk.empty());

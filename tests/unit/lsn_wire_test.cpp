@@ -20,8 +20,8 @@ TEST(Lsn, ParsesAndPrintsPostgresForm) {
 }
 
 TEST(Lsn, RejectsMalformedText) {
-  for (const char* bad : {"", "/", "16", "16/", "/B3", "16/B374D848x", "1/123456789", "g/1",
-                          "1//2", " 1/2"}) {
+  for (const char* bad :
+       {"", "/", "16", "16/", "/B3", "16/B374D848x", "1/123456789", "g/1", "1//2", " 1/2"}) {
     EXPECT_FALSE(Lsn::parse(bad)) << bad;
   }
 }
@@ -43,8 +43,8 @@ std::string be64(std::uint64_t v) {
 }  // namespace
 
 TEST(Wire, ParsesXLogData) {
-  const std::string msg = "w" + be64(0x16B374D848ull) + be64(0x16B374D900ull) + be64(12345) +
-                          R"({"action":"B"})";
+  const std::string msg =
+      "w" + be64(0x16B374D848ull) + be64(0x16B374D900ull) + be64(12345) + R"({"action":"B"})";
   auto x = rep::parse_xlogdata(msg);
   ASSERT_TRUE(x);
   EXPECT_EQ(x->data_start.to_string(), "16/B374D848");

@@ -1,8 +1,7 @@
-#include "walrelay/router/event_router.hpp"
-
 #include <gtest/gtest.h>
 
 #include "walrelay/decoder/wal2json_decoder.hpp"
+#include "walrelay/router/event_router.hpp"
 
 using walrelay::Lsn;
 using walrelay::Record;
@@ -72,8 +71,17 @@ TEST(Router, InsertBecomesCreateEventKeyedByPrimaryKeyInColumnOrder) {
   // Column order (b before a), as Debezium builds the key, not the pk list's order.
   EXPECT_EQ(out.keys[0], R"({"b":2,"a":"x"})");
   const std::string& v = out.values[0];
-  EXPECT_EQ(v.rfind(R"({"before":null,"after":{"b":2,"amount":12345678901234567890.123456789,"a":"x"},"source":{)", 0), 0u) << v;
-  EXPECT_NE(v.find(R"("connector":"postgresql","name":"billing","ts_ms":1796005277104,"snapshot":"false","db":"app","schema":"public","table":"invoices","txId":1031,"lsn":649320504,"xmin":null},"op":"c","ts_ms":)"), std::string::npos) << v;
+  EXPECT_EQ(
+      v.rfind(
+          R"({"before":null,"after":{"b":2,"amount":12345678901234567890.123456789,"a":"x"},"source":{)",
+          0),
+      0u)
+      << v;
+  EXPECT_NE(
+      v.find(
+          R"("connector":"postgresql","name":"billing","ts_ms":1796005277104,"snapshot":"false","db":"app","schema":"public","table":"invoices","txId":1031,"lsn":649320504,"xmin":null},"op":"c","ts_ms":)"),
+      std::string::npos)
+      << v;
   EXPECT_EQ(out.ids[0], "0/26B3D938:3");
 }
 
@@ -108,8 +116,14 @@ TEST(Router, TableWithoutPrimaryKeyGetsNullKey) {
 
 TEST(Router, UnconfiguredTablesAndTruncateProduceNothing) {
   auto r = make_router();
-  EXPECT_TRUE(route(r, R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"other","columns":[{"name":"id","typeoid":23,"value":1}]})").topics.empty());
-  EXPECT_TRUE(route(r, R"({"action":"T","xid":5,"lsn":"0/10","schema":"public","table":"invoices"})").topics.empty());
+  EXPECT_TRUE(
+      route(
+          r,
+          R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"other","columns":[{"name":"id","typeoid":23,"value":1}]})")
+          .topics.empty());
+  EXPECT_TRUE(
+      route(r, R"({"action":"T","xid":5,"lsn":"0/10","schema":"public","table":"invoices"})")
+          .topics.empty());
   EXPECT_EQ(r.role_of("public", "other"), TableRole::kIgnored);
   EXPECT_EQ(r.role_of("audit", "anything"), TableRole::kRowChange);
   EXPECT_EQ(r.role_of("public", "event_outbox"), TableRole::kOutbox);
@@ -136,8 +150,16 @@ TEST(Router, OutboxInsertBecomesOneDomainEvent) {
 
 TEST(Router, OutboxUpdateAndDeleteProduceNothing) {
   auto r = make_router();
-  EXPECT_TRUE(route(r, R"({"action":"U","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"outbox_id","typeoid":20,"value":1}],"identity":[{"name":"outbox_id","typeoid":20,"value":1}],"pk":[{"name":"outbox_id","typeoid":20}]})").topics.empty());
-  EXPECT_TRUE(route(r, R"({"action":"D","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","identity":[{"name":"outbox_id","typeoid":20,"value":1}],"pk":[{"name":"outbox_id","typeoid":20}]})").topics.empty());
+  EXPECT_TRUE(
+      route(
+          r,
+          R"({"action":"U","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"outbox_id","typeoid":20,"value":1}],"identity":[{"name":"outbox_id","typeoid":20,"value":1}],"pk":[{"name":"outbox_id","typeoid":20}]})")
+          .topics.empty());
+  EXPECT_TRUE(
+      route(
+          r,
+          R"({"action":"D","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","identity":[{"name":"outbox_id","typeoid":20,"value":1}],"pk":[{"name":"outbox_id","typeoid":20}]})")
+          .topics.empty());
 }
 
 TEST(Router, OutboxRowThatCannotBeMappedIsAnError) {

@@ -19,7 +19,7 @@ namespace walrelay::router {
 /// What the router knows about the transaction a change belongs to (from its B line).
 struct TxnInfo {
   std::uint64_t xid = 0;
-  Lsn commit_lsn;          ///< `lsn` of the B/C lines: start of the commit record
+  Lsn commit_lsn;                 ///< `lsn` of the B/C lines: start of the commit record
   std::int64_t commit_ts_ms = 0;  ///< commit time, ms since the Unix epoch
   std::uint32_t position = 0;     ///< 0-based index of the change within the transaction
 };
@@ -75,7 +75,7 @@ class EventRouter {
  private:
   struct Rule {
     TableRole role = TableRole::kIgnored;
-    std::string topic;                            // row-change topic
+    std::string topic;                             // row-change topic
     const config::OutboxConfig* outbox = nullptr;  // for kOutbox
   };
   const Rule& rule_for(std::string_view schema, std::string_view table);

@@ -61,8 +61,9 @@ class AckTracker {
   /// next_lsn of transaction `seq` if it is still tracked.
   [[nodiscard]] std::optional<Lsn> next_lsn_of(TxnSeq seq) const;
 
-  /// When nothing is open or in flight (and nothing failed), moves the flush LSN to `server_wal_end`
-  /// if that is later: an idle database must not pile up WAL behind the slot. Returns true if moved.
+  /// When nothing is open or in flight (and nothing failed), moves the flush LSN to
+  /// `server_wal_end` if that is later: an idle database must not pile up WAL behind the slot.
+  /// Returns true if moved.
   bool advance_idle(Lsn server_wal_end);
 
   [[nodiscard]] std::size_t in_flight_events() const { return in_flight_events_; }

@@ -21,11 +21,11 @@ namespace walrelay::sink {
 
 /// Outcome of one message, from its librdkafka delivery report (or a synchronous produce failure).
 struct DeliveryReport {
-  std::uint64_t opaque = 0;    ///< what the caller passed to `produce` (the AckTracker txn seq)
-  std::size_t bytes = 0;       ///< key + value bytes (`record_bytes` of the produced Record)
+  std::uint64_t opaque = 0;  ///< what the caller passed to `produce` (the AckTracker txn seq)
+  std::size_t bytes = 0;     ///< key + value bytes (`record_bytes` of the produced Record)
   rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-  std::string_view topic;      ///< valid during the callback only
-  std::string_view key;        ///< valid during the callback only; empty for a null key
+  std::string_view topic;  ///< valid during the callback only
+  std::string_view key;    ///< valid during the callback only; empty for a null key
   std::int32_t partition = -1;
   std::int64_t offset = -1;
 };
