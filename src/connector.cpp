@@ -131,8 +131,7 @@ bool Connector::prepare() {
   // UPDATE/DELETE wal2json would drop silently (shared/cases/README.md item 4).
   std::vector<decoder::TableFilter> filters;
   bool filter_on_server = true;
-  std::size_t row_tables = 0;
-  std::size_t outbox_tables = 0;
+  std::vector<std::string> routes;  // "schema.table → topic" for the start-up summary
   for (const auto& tc : cfg_.tables) {
     if (has_partial_glob(tc.schema_pattern) || has_partial_glob(tc.table_pattern)) {
       filter_on_server = false;  // wal2json's add-tables only knows a whole `*`
@@ -161,11 +160,17 @@ bool Connector::prepare() {
       const std::string table = r[1].value_or("");
       const auto role = router_->role_of(schema, table);
       if (role == router::TableRole::kOutbox) {
-        ++outbox_tables;
+        for (const auto& tc2 : cfg_.tables) {
+          if (tc2.outbox && config::glob_match(tc2.schema_pattern, schema) &&
+              config::glob_match(tc2.table_pattern, table)) {
+            routes.push_back(schema + "." + table + " (outbox) → " + tc2.outbox->topic);
+            break;
+          }
+        }
         continue;
       }
       if (role != router::TableRole::kRowChange) continue;  // an earlier entry excluded it
-      ++row_tables;
+      routes.push_back(schema + "." + table + " → " + router_->row_topic(schema, table));
       const std::string ident = r[2].value_or("d");
       const bool has_pk = r[3].value_or("f") == "t";
       if (ident == "n") {
@@ -190,7 +195,9 @@ bool Connector::prepare() {
         "wal2json's add-tables");
   }
   plugin_options_ = decoder::wal2json_options(filters);
-  spdlog::info("tables: {} row-change, {} outbox matched now", row_tables, outbox_tables);
+  std::string summary;
+  for (const auto& r : routes) summary += (summary.empty() ? "" : ", ") + r;
+  spdlog::info("tables ({}): {}", routes.size(), summary.empty() ? "none yet" : summary);
   return true;
 }
 
