@@ -41,12 +41,12 @@ std::optional<Lsn> AckTracker::next_lsn_of(TxnSeq seq) const {
 }
 
 bool AckTracker::on_ack(TxnSeq seq, std::size_t bytes) {
-  --in_flight_events_;
-  in_flight_bytes_ -= bytes;
   Txn* t = find(seq);
   if (t == nullptr || t->outstanding == 0) {
     throw std::logic_error("AckTracker::on_ack: delivery report for an unknown event");
   }
+  --in_flight_events_;
+  in_flight_bytes_ -= bytes;
   --t->outstanding;
   return advance();
 }

@@ -44,11 +44,11 @@ class AckTracker {
   void commit();
 
   /// A delivery report with success for one event of `seq` carrying `bytes`. Returns true when the
-  /// flush LSN moved.
+  /// flush LSN moved. Throws std::logic_error (changing nothing) for a report of an unknown event.
   bool on_ack(TxnSeq seq, std::size_t bytes);
 
   /// A delivery that failed for good for an event of `seq`: the flush LSN never reaches `seq` or
-  /// anything after it. Returns the failed transaction's next_lsn (for the log).
+  /// anything after it.
   void on_failure(TxnSeq seq, std::size_t bytes);
 
   /// Seq of the currently open transaction, if any.
