@@ -1,0 +1,292 @@
+#pragma once
+
+// Test harness for the integration tier: real PostgreSQL (wal2json) + real Kafka + the walrelay
+// binary, driven the way a user drives them. Connection settings come from the environment written
+// by tests/services/start.sh; every test makes its own names (slot, schema, topic prefix) so tests
+// can run in parallel against the same services.
+
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace walrelay::itest {
+
+using namespace std::chrono_literals;
+
+/// Generous default for anything that waits on the services.
+inline constexpr std::chrono::milliseconds kDefaultTimeout = 30s;
+
+// ------------------------------------------------------------------------------- environment
+
+/// Connection settings of the services (tests/services/start.sh writes them).
+struct TestEnv {
+  std::string pg_conninfo;        ///< WALRELAY_TEST_PG_CONNINFO: role walrelay, db walrelay_test
+  std::string pg_admin_conninfo;  ///< WALRELAY_TEST_PG_ADMIN_CONNINFO
+  std::string kafka_bootstrap;    ///< WALRELAY_TEST_KAFKA_BOOTSTRAP
+};
+
+/// Reads the environment. Error: a message naming every missing variable and how to set them.
+/// Tests must fail (not skip) on an error: CI always sets them.
+std::expected<TestEnv, std::string> load_test_env();
+
+// ------------------------------------------------------------------------------------- names
+
+/// A name unique to this process and call, valid as a slot, schema, table and topic name:
+/// `it_<pid>_<counter>_<tag>` in lower case (characters other than [a-z0-9_] become `_`),
+/// at most 50 characters so suffixes still fit PostgreSQL's 63-byte identifiers.
+std::string unique_name(std::string_view tag);
+
+// ---------------------------------------------------------------------------------- waiting
+
+/// Polls `predicate` every `poll` until it returns true (returns true) or `timeout` passes
+/// (returns false after one last evaluation).
+bool wait_until(const std::function<bool()>& predicate,
+                std::chrono::milliseconds timeout = kDefaultTimeout,
+                std::chrono::milliseconds poll = 50ms);
+
+// --------------------------------------------------------------------------------------- Pg
+
+/// libpq error (connection or statement), with the SQL that failed.
+class PgError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One blocking libpq connection. Every failure throws PgError with the server's message.
+class Pg {
+ public:
+  using Row = std::vector<std::optional<std::string>>;  ///< nullopt = SQL NULL
+
+  explicit Pg(const std::string& conninfo);
+  ~Pg();
+  Pg(const Pg&) = delete;
+  Pg& operator=(const Pg&) = delete;
+
+  /// Runs `sql` (several `;`-separated statements are allowed; the last one's rows are returned).
+  std::vector<Row> query(const std::string& sql);
+  /// Runs `sql`, ignoring any rows.
+  void exec(const std::string& sql) { (void)query(sql); }
+  /// Runs the statements in one transaction and commits it (or rolls it back).
+  void commit(const std::vector<std::string>& statements);
+  void rollback(const std::vector<std::string>& statements);
+  /// First column of the first row; throws PgError when there is no row.
+  std::optional<std::string> scalar(const std::string& sql);
+  /// As scalar, but a NULL is an error too.
+  std::string value(const std::string& sql);
+
+ private:
+  PGconn* conn_ = nullptr;
+};
+
+/// `'text'` with quotes doubled: a SQL string literal.
+std::string sql_literal(std::string_view text);
+/// `"text"` with quotes doubled: a SQL identifier.
+std::string sql_ident(std::string_view text);
+
+/// The slot row of pg_replication_slots, nullopt when the slot does not exist.
+struct SlotState {
+  bool active = false;
+  std::optional<std::string> confirmed_flush_lsn;  ///< `X/X`; NULL for a physical slot
+};
+std::optional<SlotState> slot_state(Pg& pg, const std::string& slot);
+
+/// Waits until the slot exists and is in use by a walsender (walrelay is streaming from it).
+bool wait_slot_active(Pg& pg, const std::string& slot,
+                      std::chrono::milliseconds timeout = kDefaultTimeout);
+/// Waits until the slot is no longer in use (the walsender of a stopped walrelay has exited).
+bool wait_slot_inactive(Pg& pg, const std::string& slot,
+                        std::chrono::milliseconds timeout = kDefaultTimeout);
+/// Drops the slot if it exists, waiting for it to become inactive first. Never throws.
+void drop_slot_quietly(Pg& pg, const std::string& slot);
+
+// ------------------------------------------------------------------------------------ Kafka
+
+/// One consumed Kafka record.
+struct KafkaRecord {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::optional<std::string> key;              ///< nullopt: null key
+  std::optional<std::string> value;            ///< nullopt: null value (tombstone)
+  std::map<std::string, std::string> headers;  ///< last value wins for a repeated name
+
+  /// The header's value, or "" when it is absent.
+  [[nodiscard]] std::string header(const std::string& name) const;
+  /// One line for failure messages: topic/partition@offset key=... id=... value=...
+  [[nodiscard]] std::string describe() const;
+};
+
+/// Reads topics from the beginning with a fresh librdkafka consumer per call (assign, no group
+/// membership, nothing committed), so calls are independent and repeatable.
+class KafkaReader {
+ public:
+  explicit KafkaReader(std::string bootstrap_servers);
+
+  /// Reads every partition of `topics` from the beginning until at least `count` records arrived
+  /// or `timeout` passed; topics that do not exist yet are picked up when they appear.
+  /// Returns what was read (check the size), ordered by arrival.
+  std::vector<KafkaRecord> read_at_least(const std::vector<std::string>& topics, std::size_t count,
+                                         std::chrono::milliseconds timeout = kDefaultTimeout);
+
+  /// Reads everything in `topics` up to the high watermarks at the time of the call (use after
+  /// the producer stopped). A topic that does not exist contributes nothing. Throws
+  /// std::runtime_error if the records cannot be read within `timeout`.
+  std::vector<KafkaRecord> read_all(const std::vector<std::string>& topics,
+                                    std::chrono::milliseconds timeout = kDefaultTimeout);
+
+  /// Names of the existing topics that start with `prefix`, sorted.
+  std::vector<std::string> topics_with_prefix(const std::string& prefix);
+
+ private:
+  std::string bootstrap_;
+};
+
+/// Sorts records by (topic, partition, offset): Kafka's order within a partition.
+void sort_by_partition_order(std::vector<KafkaRecord>& records);
+/// describe() of every record, one a line, for failure messages.
+std::string describe(const std::vector<KafkaRecord>& records);
+
+// ------------------------------------------------------------------------------------- JSON
+
+/// The element at the JSON pointer (RFC 6901, e.g. "/after/id", "" for the root) of `document`,
+/// re-serialised minified (strings keep their quotes, numbers go through double/int64 so use
+/// this only for values that survive that). Throws std::runtime_error if the document does not
+/// parse or the pointer does not exist.
+std::string json_at(std::string_view document, std::string_view pointer);
+/// The string at the pointer, unescaped; throws if it is missing or not a string.
+std::string json_string_at(std::string_view document, std::string_view pointer);
+/// True when both documents parse and are equal after minifying (key order matters).
+bool json_equal(std::string_view a, std::string_view b);
+
+// ------------------------------------------------------------------------------- walrelay
+
+/// One `tables:` entry of a generated configuration.
+struct TableEntry {
+  TableEntry(std::string table_name, std::vector<std::string> outbox = {})  // NOLINT: implicit
+      : name(std::move(table_name)), outbox_lines(std::move(outbox)) {}
+
+  std::string name;  ///< schema.table (pattern)
+  /// Set for an outbox table: the YAML lines under `outbox:` without indentation, e.g.
+  /// {"event_id: event_id", "topic: \"x.{aggregate_type}\""}.
+  std::vector<std::string> outbox_lines;
+};
+
+/// Builds a walrelay YAML configuration for the test services.
+struct WalrelayConfig {
+  std::string name;                ///< connector name
+  std::string slot;                ///< source.slot
+  std::string prefix;              ///< topics.prefix
+  std::string conninfo;            ///< source.conninfo
+  std::string bootstrap;           ///< kafka.bootstrap_servers
+  std::vector<TableEntry> tables;  ///< at least one
+  std::string status_interval = "1s";
+  std::string log_level = "info";
+  std::string progress_interval = "1s";
+  /// Extra lines appended to the document as they are (e.g. another top-level section).
+  std::string extra_yaml;
+
+  /// A configuration for these names using the services of `env`.
+  static WalrelayConfig for_test(const TestEnv& env, const std::string& name);
+  [[nodiscard]] std::string to_yaml() const;
+};
+
+/// The walrelay binary run as a child process: `walrelay run --config <dir>/walrelay.yaml` with
+/// stdout and stderr appended to <dir>/stdout.log and <dir>/stderr.log (kept across restarts).
+/// The directory is a fresh temp dir; it is deleted on destruction unless the current test failed,
+/// in which case both logs are printed to stderr and the directory is kept.
+class WalrelayProcess {
+ public:
+  /// Special exit codes (normal exits are 0..255).
+  static constexpr int kTimedOut = -1;  ///< did not exit within the timeout (then SIGKILLed)
+  static constexpr int kNotRunning = -2;
+
+  /// Writes the config file; does not start the process.
+  explicit WalrelayProcess(const std::string& config_yaml, std::string label = "walrelay");
+  ~WalrelayProcess();
+  WalrelayProcess(const WalrelayProcess&) = delete;
+  WalrelayProcess& operator=(const WalrelayProcess&) = delete;
+
+  /// Starts the binary with `args` (default: run --config <config file>). Throws if it is already
+  /// running or cannot be spawned.
+  void start(const std::vector<std::string>& args = {});
+  /// Sends `sig` and waits for the exit: the exit code, 128+N when killed by signal N, kTimedOut
+  /// when it had not exited after `timeout` (it is then SIGKILLed), kNotRunning if not started.
+  int stop(int sig = SIGTERM, std::chrono::milliseconds timeout = kDefaultTimeout);
+  /// SIGKILL and reap. No-op when not running.
+  void kill();
+  /// Waits for the process to exit on its own; same result convention as stop().
+  int wait_exit(std::chrono::milliseconds timeout = kDefaultTimeout);
+  /// True while the child has not exited (reaps it if it has).
+  bool running();
+
+  /// Waits until stderr contains `text` (returns false on timeout or if the process exited first
+  /// without writing it).
+  bool wait_for_log(const std::string& text, std::chrono::milliseconds timeout = kDefaultTimeout);
+
+  [[nodiscard]] std::string stdout_text() const;
+  [[nodiscard]] std::string stderr_text() const;
+  /// Both logs with headings, for failure messages.
+  [[nodiscard]] std::string logs() const;
+  [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
+  [[nodiscard]] const std::filesystem::path& config_path() const { return config_path_; }
+  [[nodiscard]] std::optional<int> last_exit_code() const { return last_exit_; }
+
+ private:
+  int reap(bool block);  ///< exit convention result, or kNotRunning if still running (non-block)
+
+  std::string label_;
+  std::filesystem::path dir_;
+  std::filesystem::path config_path_;
+  pid_t pid_ = -1;
+  std::optional<int> last_exit_;
+};
+
+// ------------------------------------------------------------------------------- fixture
+
+/// Base fixture: checks the environment (a missing variable FAILS the test), connects to
+/// PostgreSQL, makes a unique name used as schema, slot, connector name and topic prefix, and
+/// creates that schema. TearDown drops the slot and the schema (topics are left in Kafka).
+class IntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  /// A configuration with this test's names and the given tables.
+  [[nodiscard]] WalrelayConfig make_config(std::vector<TableEntry> tables) const;
+  /// `<schema>.<table>` of this test's schema.
+  [[nodiscard]] std::string table(const std::string& name) const { return schema_ + "." + name; }
+  /// Row-change topic of a table of this test's schema: `<prefix>.<schema>.<table>`.
+  [[nodiscard]] std::string topic(const std::string& table_name) const {
+    return name_ + "." + schema_ + "." + table_name;
+  }
+  /// Starts `proc` and waits until walrelay streams from `slot` (slot active). Throws
+  /// std::runtime_error with the logs if it exits or does not get there within the timeout.
+  void start_streaming(WalrelayProcess& proc, const std::string& slot);
+  /// Stops `proc` with SIGTERM, expects exit code 0, then waits for the slot to be released.
+  /// Returns false (after recording a failure) if either does not happen.
+  bool stop_gracefully(WalrelayProcess& proc, const std::string& slot);
+
+  TestEnv env_;
+  std::string name_;    ///< unique: connector name, slot, topic prefix and schema
+  std::string schema_;  ///< == name_
+  std::unique_ptr<Pg> pg_;
+  std::unique_ptr<KafkaReader> kafka_;
+};
+
+}  // namespace walrelay::itest
