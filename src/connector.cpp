@@ -305,22 +305,46 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
                  c.lsn.to_string() + ")");
     return;
   }
-  for (const Record& rec : *routed) {
+  pending_ = *routed;
+  pending_next_ = 0;
+  pending_standalone_ = standalone;
+  pending_lsn_ = c.lsn;
+  if (!publish_pending()) return;
+  apply_backpressure();
+}
+
+bool Connector::publish_pending() {
+  while (pending_next_ < pending_.size()) {
+    const Record& rec = pending_[pending_next_];
     const auto seq = *tracker_.open_txn();
     const rd_kafka_resp_err_t err = producer_->produce(rec, seq);
+    if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+      // librdkafka's queue limits (possibly lowered in kafka.properties) are full: wait for
+      // delivery reports to free room, then publish the rest of this change (the records stay
+      // valid: nothing is decoded or routed while the stream is paused).
+      stream_.pause();
+      return false;
+    }
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      spdlog::error("cannot publish to topic {} (key {}, LSN {}, xid {}): {}", rec.topic,
-                    rec.key ? std::string(*rec.key) : std::string("null"), c.lsn.to_string(), c.xid,
-                    rd_kafka_err2str(err));
+      spdlog::error(
+          "cannot publish to topic {} (key {}, transaction ending at LSN {}, change at "
+          "LSN {}): {}",
+          rec.topic, rec.key ? std::string(*rec.key) : std::string("null"),
+          tracker_.next_lsn_of(seq).value_or(Lsn{}).to_string(), pending_lsn_.to_string(),
+          rd_kafka_err2str(err));
+      pending_ = {};
       shutdown(ExitCode::kDeliveryFailed);
-      return;
+      return false;
     }
     tracker_.add_event(sink::record_bytes(rec));
     ++events_total_;
+    ++pending_next_;
   }
+  pending_ = {};
+  pending_next_ = 0;
   ++txn_.position;
-  if (standalone) tracker_.commit();
-  apply_backpressure();
+  if (pending_standalone_) tracker_.commit();
+  return true;
 }
 
 void Connector::apply_backpressure() {
@@ -349,8 +373,9 @@ void Connector::on_delivery(const sink::DeliveryReport& r) {
     }
     return;
   }
-  if (stream_.paused() && !stopping_ &&
-      tracker_.in_flight_events() < cfg_.kafka.max_in_flight_events &&
+  if (!stream_.paused() || stopping_) return;
+  if (!pending_.empty() && !publish_pending()) return;
+  if (tracker_.in_flight_events() < cfg_.kafka.max_in_flight_events &&
       tracker_.in_flight_bytes() < cfg_.kafka.max_in_flight_bytes) {
     stream_.resume();
   }

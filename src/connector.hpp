@@ -38,6 +38,9 @@ class Connector {
   void send_status(bool reply_requested);
   void schedule_status();
   void schedule_progress();
+  /// Publishes the rest of the current change's records; false when it had to stop (queue full:
+  /// the stream is paused and the rest is published on the next delivery report; or a failure).
+  bool publish_pending();
   void apply_backpressure();
   void shutdown(ExitCode code);
   void fail_mapping(const std::string& reason);
@@ -59,6 +62,10 @@ class Connector {
   Lsn server_wal_end_;  // newest server WAL end seen in a keepalive
   Lsn last_sent_flush_;
   router::TxnInfo txn_;
+  std::span<const Record> pending_;  // records of the current change not yet handed to Kafka
+  std::size_t pending_next_ = 0;
+  bool pending_standalone_ = false;
+  Lsn pending_lsn_;
   bool in_txn_ = false;
   bool stopping_ = false;
   std::optional<ExitCode> exit_code_;
