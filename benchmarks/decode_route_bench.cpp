@@ -1,6 +1,7 @@
 // Per-event CPU of the hot path without I/O: wal2json line → Change → Record.
 // Run: cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DWALRELAY_BUILD_BENCHMARKS=ON
-//      && cmake --build build/bench --target decode_route_bench && build/bench/benchmarks/decode_route_bench
+//      && cmake --build build/bench --target decode_route_bench &&
+//      build/bench/benchmarks/decode_route_bench
 // The target in the project brief is ≤ 3 µs of walrelay CPU per event end to end.
 #include <benchmark/benchmark.h>
 
@@ -32,11 +33,14 @@ BENCHMARK(BM_Decode);
 
 void BM_DecodeAndRoute(benchmark::State& state) {
   walrelay::decoder::Wal2JsonDecoder d;
-  walrelay::router::EventRouter r({"bench", "bench", "app", "0"}, {invoices()});
-  const walrelay::router::TxnInfo txn{1031, walrelay::Lsn(0x26B3D938), 1795997677104, 0};
+  walrelay::config::Config cfg;
+  cfg.tables = {invoices()};
+  walrelay::router::TypeRegistry types;
+  walrelay::router::EventRouter r({"bench", "bench", "app", "0", cfg.events}, cfg, nullptr, types);
+  r.begin(1031, walrelay::Lsn(0x26B3D938), 1795997677104);
   for (auto _ : state) {
     auto c = d.decode(kInsert);
-    auto recs = r.route(**c, txn);
+    auto recs = r.route(**c);
     benchmark::DoNotOptimize(recs);
   }
   state.SetItemsProcessed(state.iterations());

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <initializer_list>
+#include <map>
 #include <memory>
 #include <set>
 #include <span>
@@ -122,24 +124,46 @@ std::optional<std::string> prefix_problem(std::string_view prefix) {
   return std::nullopt;
 }
 
-std::optional<std::string> topic_template_problem(std::string_view topic) {
-  static constexpr std::string_view kPlaceholder = "aggregate_type";
+/// Placeholders of an outbox topic template.
+constexpr std::array<std::string_view, 1> kOutboxPlaceholders{"aggregate_type"};
+/// Placeholders of a row-change topic template (`tables[].topic`).
+constexpr std::array<std::string_view, 3> kTablePlaceholders{"prefix", "schema", "table"};
+
+/// `{a}`, `{a} and {b}`, `{a}, {b} and {c}`.
+std::string placeholder_list(std::span<const std::string_view> placeholders) {
+  std::string out;
+  for (std::size_t i = 0; i < placeholders.size(); ++i) {
+    if (i > 0) out += i + 1 == placeholders.size() ? " and " : ", ";
+    out += '{';
+    out += placeholders[i];
+    out += '}';
+  }
+  return out;
+}
+
+/// Checks a topic template: `{name}` must be one of `placeholders`; every other character must be
+/// a Kafka topic character (the substituted values are mapped at run time, the literal text is
+/// not).
+std::optional<std::string> topic_template_problem(std::string_view topic,
+                                                  std::span<const std::string_view> placeholders) {
+  const std::string allowed = placeholder_list(placeholders);
   for (std::size_t i = 0; i < topic.size(); ++i) {
     const char c = topic[i];
     if (c == '{') {
       const std::size_t close = topic.find('}', i + 1);
       if (close == std::string_view::npos) return "unterminated \"{\" in " + quoted(topic);
       const std::string_view placeholder = topic.substr(i + 1, close - i - 1);
-      if (placeholder != kPlaceholder) {
+      if (std::ranges::find(placeholders, placeholder) == placeholders.end()) {
         return "unknown placeholder {" + std::string(placeholder) + "} in " + quoted(topic) +
-               " (the only placeholder is {aggregate_type})";
+               (placeholders.size() == 1 ? " (the only placeholder is " : " (placeholders are ") +
+               allowed + ")";
       }
       i = close;
     } else if (c == '}') {
       return "unmatched \"}\" in " + quoted(topic);
     } else if (!is_topic_char(c)) {
       return "invalid character '" + std::string(1, c) + "' in " + quoted(topic) +
-             " (allowed: letters, digits, '.', '_', '-' and {aggregate_type})";
+             " (allowed: letters, digits, '.', '_', '-' and " + allowed + ")";
     }
   }
   return std::nullopt;
@@ -304,7 +328,10 @@ class Loader {
         {"source", [this](const YAML::Node& v, const std::string& p) { read_source(v, p); }},
         {"kafka", [this](const YAML::Node& v, const std::string& p) { read_kafka(v, p); }},
         {"topics", [this](const YAML::Node& v, const std::string& p) { read_topics(v, p); }},
+        {"events", [this](const YAML::Node& v, const std::string& p) { read_events(v, p); }},
         {"tables", [this](const YAML::Node& v, const std::string& p) { read_tables(v, p); }},
+        {"exclude", [this](const YAML::Node& v, const std::string& p) { read_exclude(v, p); }},
+        {"messages", [this](const YAML::Node& v, const std::string& p) { read_messages(v, p); }},
         {"log", [this](const YAML::Node& v, const std::string& p) { read_log(v, p); }},
     };
     std::set<std::string> seen;
@@ -318,7 +345,14 @@ class Loader {
     }
     if (!seen.contains("name")) error("name", std::string(kMissing));
     if (!seen.contains("source")) error("source.conninfo", std::string(kMissing));
-    if (!seen.contains("tables")) error("tables", std::string(kMissing));
+    // A list that is not a list was reported already; an empty or absent one is checked here.
+    if (config_.tables.empty() && config_.messages.empty() && !tables_malformed_ &&
+        !messages_malformed_) {
+      error("tables", "at least one table or message outbox is required");
+    }
+    if (masks_columns_ && config_.events.mask_salt.empty() && !mask_salt_malformed_) {
+      error("events.mask_salt", "required when a table masks columns");
+    }
 
     // Defaults derived from the name, only from a valid one (an invalid name is reported once).
     if (name_valid_ && !slot_given_) {
@@ -471,13 +505,172 @@ class Loader {
     walk(node, path, fields);
   }
 
+  void read_events(const YAML::Node& node, const std::string& path) {
+    EventsConfig& events = config_.events;
+    // Only values that were read correctly take part in the cross-key check below.
+    std::optional<std::string> value_format;
+    std::optional<bool> json_as_document;
+    const Field fields[] = {
+        {"value_format",
+         [&](const YAML::Node& v, const std::string& p) {
+           value_format = one_of(v, p, {"native", "debezium"});
+           if (value_format) events.value_format = *value_format;
+         }},
+        {"json_as_document",
+         [&](const YAML::Node& v, const std::string& p) {
+           json_as_document = boolean(v, p);
+           if (json_as_document) events.json_as_document = *json_as_document;
+         }},
+        {"tombstones_on_delete",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto b = boolean(v, p)) events.tombstones_on_delete = *b;
+         }},
+        {"operations",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto ops = operations(v, p)) events.operations = *ops;
+         }},
+        {"toast_placeholder",
+         [&](const YAML::Node& v, const std::string& p) {
+           // May be empty: an unchanged TOASTed value then reads as "".
+           if (auto s = scalar(v, p, "a string")) events.toast_placeholder = std::move(*s);
+         }},
+        {"mask_salt",
+         [&](const YAML::Node& v, const std::string& p) {
+           auto s = scalar(v, p, "a string");
+           if (s) {
+             events.mask_salt = std::move(*s);
+           } else {
+             mask_salt_malformed_ = true;  // one error for the key, not a second "required"
+           }
+         }},
+        {"partitions",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto s = one_of(v, p, {"root", "leaf"})) events.partitions = std::move(*s);
+         }},
+        {"transaction_metadata",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto b = boolean(v, p)) events.transaction_metadata = *b;
+         }},
+    };
+    walk(node, path, fields);
+    if (json_as_document == true && value_format == "debezium") {
+      error(join(path, "json_as_document"),
+            "must be false when value_format is debezium (Debezium's JSON converter gives json "
+            "columns as strings)");
+    }
+  }
+
+  /// A scalar that must be one of `choices` (listed in the message when it is not).
+  std::optional<std::string> one_of(const YAML::Node& node, const std::string& path,
+                                    std::initializer_list<std::string_view> choices) {
+    std::string expected;
+    for (std::size_t i = 0; i < choices.size(); ++i) {
+      if (i > 0) expected += i + 1 == choices.size() ? " or " : ", ";
+      expected += choices.begin()[i];
+    }
+    auto value = scalar(node, path, expected);
+    if (!value) return std::nullopt;
+    if (std::ranges::find(choices, std::string_view(*value)) == choices.end()) {
+      error(path, "expected " + expected + ", got " + quoted(*value));
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  /// Operation letters, as a YAML list (`[c, u, d]`) or one string (`"c,u,d"`); only the letters
+  /// given are enabled. Unknown, duplicate and missing letters are errors (list items are
+  /// reported at `path[i]`, letters in a string at `path`).
+  std::optional<Operations> operations(const YAML::Node& node, const std::string& path) {
+    Operations ops{.create = false, .update = false, .del = false, .truncate = false};
+    std::set<std::string> seen;
+    bool valid = true;
+    const auto add = [&](std::string_view letter, const std::string& p) {
+      bool* flag = letter == "c"   ? &ops.create
+                   : letter == "u" ? &ops.update
+                   : letter == "d" ? &ops.del
+                   : letter == "t" ? &ops.truncate
+                                   : nullptr;
+      if (flag == nullptr) {
+        error(p, (letter.empty() ? std::string("empty operation")
+                                 : "unknown operation " + quoted(letter)) +
+                     " (expected c for create, u for update, d for delete or t for truncate)");
+        valid = false;
+      } else if (!seen.emplace(letter).second) {
+        error(p, "duplicate operation " + quoted(letter));
+        valid = false;
+      } else {
+        *flag = true;
+      }
+    };
+    static constexpr std::string_view kEmpty = "must list at least one operation (c, u, d or t)";
+    if (node.IsSequence()) {
+      if (node.size() == 0) {
+        error(path, std::string(kEmpty));
+        return std::nullopt;
+      }
+      for (std::size_t i = 0; i < node.size(); ++i) {
+        const std::string item = path + "[" + std::to_string(i) + "]";
+        if (auto letter = scalar(node[i], item, "an operation letter (c, u, d or t)")) {
+          add(trim(*letter), item);
+        } else {
+          valid = false;
+        }
+      }
+    } else if (node.IsScalar()) {
+      const auto text = scalar(node, path, "a list of operations");
+      if (!text) return std::nullopt;
+      if (trim(*text).empty()) {
+        error(path, std::string(kEmpty));
+        return std::nullopt;
+      }
+      std::string_view rest = *text;
+      while (true) {
+        const std::size_t comma = rest.find(',');
+        add(trim(rest.substr(0, comma)), path);
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
+      }
+    } else {
+      error(path,
+            "expected a list of operations such as [c, u, d] or \"c,u,d\", got " + describe(node));
+      return std::nullopt;
+    }
+    if (!valid) return std::nullopt;
+    return ops;
+  }
+
+  static std::string_view trim(std::string_view text) {
+    const std::size_t first = text.find_first_not_of(" \t");
+    if (first == std::string_view::npos) return {};
+    return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+  }
+
+  /// A list of distinct, non-empty column names. Returns the valid names (so that cross-checks
+  /// still run when one item is wrong), or nullopt when `node` is not a list.
+  std::optional<std::vector<std::string>> column_list(const YAML::Node& node,
+                                                      const std::string& path) {
+    if (!node.IsSequence()) {
+      error(path, "expected a list of column names, got " + describe(node));
+      return std::nullopt;
+    }
+    std::vector<std::string> columns;
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const std::string item = path + "[" + std::to_string(i) + "]";
+      auto column = nonempty_string(node[i], item);
+      if (!column) continue;
+      if (std::ranges::find(columns, *column) != columns.end()) {
+        error(item, "duplicate column " + quoted(*column));
+        continue;
+      }
+      columns.push_back(std::move(*column));
+    }
+    return columns;
+  }
+
   void read_tables(const YAML::Node& node, const std::string& path) {
     if (!node.IsSequence()) {
       error(path, "expected a list of tables, got " + describe(node));
-      return;
-    }
-    if (node.size() == 0) {
-      error(path, "must list at least one table");
+      tables_malformed_ = true;
       return;
     }
     for (std::size_t i = 0; i < node.size(); ++i) {
@@ -485,22 +678,43 @@ class Loader {
     }
   }
 
+  /// `schema.table` pattern into `table.name`, `schema_pattern`, `table_pattern`.
+  void read_table_name(const YAML::Node& node, const std::string& path, TableConfig& table) {
+    auto s = scalar(node, path, "a string");
+    if (!s) return;
+    auto parsed = parse_table_name(*s);
+    if (!parsed) {
+      error(path, std::move(parsed.error()));
+      return;
+    }
+    table.name = std::move(*s);
+    table.schema_pattern = std::move(parsed->schema);
+    table.table_pattern = std::move(parsed->table);
+  }
+
   void read_table(const YAML::Node& node, const std::string& path) {
     TableConfig table;
+    // Row-change keys are rejected on an outbox entry wherever `outbox` appears in it.
+    bool is_outbox = false;
+    if (node.IsMap()) {
+      for (const auto& entry : node) {
+        if (entry.first.IsScalar() && entry.first.Scalar() == "outbox") is_outbox = true;
+      }
+    }
+    using Read = std::function<void(const YAML::Node&, const std::string&)>;
+    const auto row_only = [&](Read read) -> Read {
+      return [&, read = std::move(read)](const YAML::Node& v, const std::string& p) {
+        if (is_outbox) {
+          error(p, "not used for outbox tables");
+        } else {
+          read(v, p);
+        }
+      };
+    };
+    std::optional<std::vector<std::string>> excluded;
+    std::optional<std::vector<std::string>> masked;
     const Field fields[] = {
-        {"name",
-         [&](const YAML::Node& v, const std::string& p) {
-           auto s = scalar(v, p, "a string");
-           if (!s) return;
-           auto parsed = parse_table_name(*s);
-           if (!parsed) {
-             error(p, std::move(parsed.error()));
-             return;
-           }
-           table.name = std::move(*s);
-           table.schema_pattern = std::move(parsed->schema);
-           table.table_pattern = std::move(parsed->table);
-         }},
+        {"name", [&](const YAML::Node& v, const std::string& p) { read_table_name(v, p, table); }},
         {"outbox",
          [&](const YAML::Node& v, const std::string& p) {
            if (v.IsNull()) {
@@ -509,14 +723,121 @@ class Loader {
            }
            read_outbox(v, p, table.outbox.emplace());
          }},
+        {"topic", row_only([&](const YAML::Node& v, const std::string& p) {
+           auto s = nonempty_string(v, p);
+           if (!s) return;
+           if (auto problem = topic_template_problem(*s, kTablePlaceholders)) {
+             error(p, std::move(*problem));
+           } else {
+             table.topic = std::move(*s);
+           }
+         })},
+        {"key_columns", row_only([&](const YAML::Node& v, const std::string& p) {
+           if (auto columns = column_list(v, p)) table.key_columns = std::move(*columns);
+         })},
+        {"exclude_columns", row_only([&](const YAML::Node& v, const std::string& p) {
+           excluded = column_list(v, p);
+           if (excluded) table.exclude_columns = *excluded;
+         })},
+        {"mask_columns", row_only([&](const YAML::Node& v, const std::string& p) {
+           masked = column_list(v, p);
+           if (masked) table.mask_columns = *masked;
+         })},
+        {"operations", row_only([&](const YAML::Node& v, const std::string& p) {
+           table.operations = operations(v, p);
+         })},
+        {"tombstones_on_delete", row_only([&](const YAML::Node& v, const std::string& p) {
+           table.tombstones_on_delete = boolean(v, p);
+         })},
     };
     const auto seen = walk(node, path, fields);
     if (seen && !seen->contains("name")) error(join(path, "name"), std::string(kMissing));
+    if (excluded && masked) {
+      for (const std::string& column : *masked) {
+        if (std::ranges::find(*excluded, column) != excluded->end()) {
+          error(join(path, "mask_columns"),
+                quoted(column) +
+                    " is also in exclude_columns (a column is either left out or "
+                    "masked, not both)");
+        }
+      }
+    }
+    if (masked && !masked->empty()) masks_columns_ = true;
     config_.tables.push_back(std::move(table));
+  }
+
+  /// `exclude:` items: `schema.table` or `{name: schema.table}`, read like `tables[].name`.
+  void read_exclude(const YAML::Node& node, const std::string& path) {
+    if (!node.IsSequence()) {
+      error(path, "expected a list of table names, got " + describe(node));
+      return;
+    }
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const std::string item = path + "[" + std::to_string(i) + "]";
+      const YAML::Node& entry = node[i];
+      TableConfig table;
+      if (entry.IsScalar()) {
+        read_table_name(entry, item, table);
+      } else if (entry.IsMap()) {
+        const Field fields[] = {
+            {"name",
+             [&](const YAML::Node& v, const std::string& p) { read_table_name(v, p, table); }},
+        };
+        const auto seen = walk(entry, item, fields);
+        if (seen && !seen->contains("name")) error(join(item, "name"), std::string(kMissing));
+      } else {
+        error(item, "expected schema.table or a map with name, got " + describe(entry));
+      }
+      config_.exclude.push_back(std::move(table));
+    }
+  }
+
+  void read_messages(const YAML::Node& node, const std::string& path) {
+    if (!node.IsSequence()) {
+      error(path, "expected a list of message outboxes, got " + describe(node));
+      messages_malformed_ = true;
+      return;
+    }
+    std::map<std::string, std::string> prefixes;  // prefix → path of the entry that has it
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const std::string item = path + "[" + std::to_string(i) + "]";
+      MessageOutboxConfig message;
+      const Field fields[] = {
+          {"prefix",
+           [&](const YAML::Node& v, const std::string& p) {
+             auto s = nonempty_string(v, p);
+             if (!s) return;
+             const auto [it, added] = prefixes.emplace(*s, item);
+             if (!added) {
+               error(p, "duplicate prefix " + quoted(*s) + " (also in " + it->second + ")");
+               return;
+             }
+             message.prefix = std::move(*s);
+           }},
+          {"outbox",
+           [&](const YAML::Node& v, const std::string& p) {
+             if (v.IsNull()) {
+               error(p,
+                     "expected a map (write `outbox: {}` or leave it out for the default "
+                     "field names)");
+               return;
+             }
+             read_outbox(v, p, message.outbox);
+           }},
+      };
+      const auto seen = walk(node[i], item, fields);
+      if (seen && !seen->contains("prefix")) error(join(item, "prefix"), std::string(kMissing));
+      config_.messages.push_back(std::move(message));
+    }
   }
 
   void read_outbox(const YAML::Node& node, const std::string& path, OutboxConfig& outbox) {
     auto column = [this](std::string& target) {
+      return [this, &target](const YAML::Node& v, const std::string& p) {
+        if (auto s = nonempty_string(v, p)) target = std::move(*s);
+      };
+    };
+    auto optional_column = [this](std::optional<std::string>& target) {
       return [this, &target](const YAML::Node& v, const std::string& p) {
         if (auto s = nonempty_string(v, p)) target = std::move(*s);
       };
@@ -526,18 +847,89 @@ class Loader {
         {"aggregate_id", column(outbox.aggregate_id)},
         {"aggregate_type", column(outbox.aggregate_type)},
         {"payload", column(outbox.payload)},
+        {"event_type", optional_column(outbox.event_type)},
+        {"timestamp", optional_column(outbox.timestamp)},
+        {"additional",
+         [&](const YAML::Node& v, const std::string& p) { read_additional(v, p, outbox); }},
         {"topic",
          [&](const YAML::Node& v, const std::string& p) {
            auto s = nonempty_string(v, p);
            if (!s) return;
-           if (auto problem = topic_template_problem(*s)) {
+           if (auto problem = topic_template_problem(*s, kOutboxPlaceholders)) {
              error(p, std::move(*problem));
            } else {
              outbox.topic = std::move(*s);
            }
          }},
+        {"payload_digest",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto b = boolean(v, p)) outbox.payload_digest = *b;
+         }},
+        {"tombstone_on_empty_payload",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto b = boolean(v, p)) outbox.tombstone_on_empty_payload = *b;
+         }},
     };
     walk(node, path, fields);
+
+    // Headers walrelay sets itself must not be set twice (consumers would see two values).
+    for (const AdditionalField& field : outbox.additional) {
+      const char* owner = field.header == "id"                               ? "event_id"
+                          : field.header == "eventType" && outbox.event_type ? "event_type"
+                          : field.header == "payload_digest" && outbox.payload_digest
+                              ? "payload_digest"
+                              : nullptr;
+      if (owner != nullptr) {
+        error(join(join(path, "additional"), field.column),
+              "header " + quoted(field.header) + " is already set from " + owner);
+      }
+    }
+  }
+
+  /// `additional: {column: header, column: "header:alias"}` in file order. Debezium also has
+  /// `envelope` and `partition` placements; only headers are supported.
+  void read_additional(const YAML::Node& node, const std::string& path, OutboxConfig& outbox) {
+    if (!node.IsMap()) {
+      error(path,
+            "expected a map of column: \"header\" or \"header:<name>\", got " + describe(node));
+      return;
+    }
+    std::set<std::string> columns;
+    std::map<std::string, std::string> headers;  // header → column that sets it
+    for (const auto& entry : node) {
+      if (!entry.first.IsScalar() || entry.first.Scalar().empty()) {
+        error(path, "expected a column name, got " + describe(entry.first));
+        continue;
+      }
+      const std::string& column = entry.first.Scalar();
+      const std::string child = join(path, column);
+      if (!columns.insert(column).second) {
+        error(child, "duplicate key");
+        continue;
+      }
+      const auto value = scalar(entry.second, child, "\"header\" or \"header:<name>\"");
+      if (!value) continue;
+      const std::size_t colon = value->find(':');
+      const std::string_view placement = std::string_view(*value).substr(0, colon);
+      if (placement != "header") {
+        error(child,
+              "only header placement is supported: expected \"header\" or "
+              "\"header:<name>\", got " +
+                  quoted(*value));
+        continue;
+      }
+      std::string header = colon == std::string::npos ? column : value->substr(colon + 1);
+      if (header.empty()) {
+        error(child, "header name after \"header:\" must not be empty");
+        continue;
+      }
+      const auto [it, added] = headers.emplace(header, column);
+      if (!added) {
+        error(child, "header " + quoted(header) + " is also set by column " + quoted(it->second));
+        continue;
+      }
+      outbox.additional.push_back(AdditionalField{column, std::move(header)});
+    }
   }
 
   void read_log(const YAML::Node& node, const std::string& path) {
@@ -567,6 +959,10 @@ class Loader {
   bool name_valid_ = false;
   bool slot_given_ = false;
   bool prefix_given_ = false;
+  bool tables_malformed_ = false;     ///< `tables` is not a list (already reported)
+  bool messages_malformed_ = false;   ///< `messages` is not a list (already reported)
+  bool masks_columns_ = false;        ///< some table has mask_columns
+  bool mask_salt_malformed_ = false;  ///< `events.mask_salt` was reported already
 };
 
 LoadResult single_error(std::string reason) {

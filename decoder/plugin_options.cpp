@@ -17,15 +17,18 @@ std::string escape_add_tables_name(const std::string& name) {
 }
 
 std::vector<std::pair<std::string, std::string>> wal2json_options(
-    const std::vector<TableFilter>& tables) {
+    const std::optional<std::vector<TableFilter>>& tables,
+    const std::vector<std::string>& message_prefixes) {
   std::vector<std::pair<std::string, std::string>> opts = {
       {"format-version", "2"},    {"include-xids", "1"},  {"include-timestamp", "1"},
       {"include-lsn", "1"},       {"include-pk", "1"},    {"include-transaction", "1"},
       {"include-type-oids", "1"}, {"include-types", "0"},
   };
-  if (!tables.empty()) {
+  if (tables && tables->empty()) {
+    opts.emplace_back("filter-tables", "*.*");
+  } else if (tables) {
     std::string list;
-    for (const auto& t : tables) {
+    for (const auto& t : *tables) {
       if (!list.empty()) list.push_back(',');
       list += escape_add_tables_name(t.schema);
       list.push_back('.');
@@ -33,6 +36,15 @@ std::vector<std::pair<std::string, std::string>> wal2json_options(
     }
     opts.emplace_back("add-tables", std::move(list));
   }
+  // add-msg-prefixes: a comma-separated list with no escape syntax, so a prefix holding a comma
+  // cannot be listed: then every message is sent and walrelay filters by prefix itself.
+  std::string prefixes = "walrelay";
+  for (const auto& p : message_prefixes) {
+    if (p.find(',') != std::string::npos) return opts;
+    prefixes.push_back(',');
+    prefixes += p;
+  }
+  opts.emplace_back("add-msg-prefixes", std::move(prefixes));
   return opts;
 }
 

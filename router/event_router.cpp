@@ -1,5 +1,8 @@
 #include "walrelay/router/event_router.hpp"
 
+#include <openssl/evp.h>
+#include <simdjson.h>
+
 #include <charconv>
 #include <chrono>
 
@@ -14,10 +17,6 @@ bool valid_topic_char(char c) {
          c == '_' || c == '-';
 }
 
-void append_topic_part(std::string& out, std::string_view part) {
-  for (char c : part) out.push_back(valid_topic_char(c) ? c : '_');
-}
-
 void append_int(std::string& out, std::int64_t v) {
   char buf[24];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
@@ -30,17 +29,10 @@ void append_uint(std::string& out, std::uint64_t v) {
   out.append(buf, static_cast<std::size_t>(end - buf));
 }
 
-void append_image(std::string& out, const std::vector<decoder::Column>& cols) {
-  out.push_back('{');
-  bool first = true;
-  for (const auto& col : cols) {
-    if (!first) out.push_back(',');
-    first = false;
-    out.append(col.name_json);
-    out.push_back(':');
-    out.append(col.value);
-  }
-  out.push_back('}');
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 const decoder::Column* find_column(const std::vector<decoder::Column>& cols,
@@ -51,25 +43,177 @@ const decoder::Column* find_column(const std::vector<decoder::Column>& cols,
   return nullptr;
 }
 
-bool contains(const std::vector<std::string_view>& names, std::string_view name) {
-  for (auto n : names) {
+template <typename Names>
+bool contains(const Names& names, std::string_view name) {
+  for (const auto& n : names) {
     if (n == name) return true;
   }
   return false;
 }
 
-// Appends a column value as plain text: a JSON string token unescaped, anything else (numbers,
-// booleans) as its literal text.
+// A column value as plain text: a JSON string token unescaped, anything else (numbers, booleans,
+// documents) as its literal text.
 bool append_text(std::string& out, std::string_view token) {
   if (json::is_string_token(token)) return json::unescape_string(token, out);
   out.append(token);
   return true;
 }
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+void append_hex(std::string& out, const unsigned char* data, std::size_t n) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (std::size_t i = 0; i < n; ++i) {
+    out.push_back(kHex[data[i] >> 4]);
+    out.push_back(kHex[data[i] & 0xF]);
+  }
+}
+
+// Lower-case hex SHA-256 of the concatenation of `a` and `b` (OpenSSL EVP).
+void append_sha256_hex(std::string& out, std::string_view a, std::string_view b) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  EVP_DigestUpdate(ctx, a.data(), a.size());
+  EVP_DigestUpdate(ctx, b.data(), b.size());
+  EVP_DigestFinal_ex(ctx, md, &len);
+  EVP_MD_CTX_free(ctx);
+  append_hex(out, md, len);
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// bytea text with bytea_output=hex (`\x0a1b`) → the bytes.
+bool append_bytea(std::string& out, std::string_view text) {
+  if (text.size() < 2 || text[0] != '\\' || text[1] != 'x' || text.size() % 2 != 0) return false;
+  for (std::size_t i = 2; i < text.size(); i += 2) {
+    const int hi = hex_value(text[i]);
+    const int lo = hex_value(text[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out.push_back(static_cast<char>((hi << 4) | lo));
+  }
+  return true;
+}
+
+// Validates a JSON document without converting numbers (so 30-digit numbers and 1e400 pass, as
+// PostgreSQL's json type accepts them): structure and string escapes via simdjson on-demand.
+bool validate_value(simdjson::ondemand::value v, int depth) {
+  namespace od = simdjson::ondemand;
+  if (depth > 256) return false;
+  od::json_type t;
+  if (v.type().get(t)) return false;
+  switch (t) {
+    case od::json_type::object: {
+      od::object obj;
+      if (v.get_object().get(obj)) return false;
+      for (auto field : obj) {
+        std::string_view key;
+        if (field.unescaped_key().get(key)) return false;
+        od::value fv;
+        if (field.value().get(fv)) return false;
+        if (!validate_value(fv, depth + 1)) return false;
+      }
+      return true;
+    }
+    case od::json_type::array: {
+      od::array arr;
+      if (v.get_array().get(arr)) return false;
+      for (auto element : arr) {
+        od::value ev;
+        if (element.get(ev)) return false;
+        if (!validate_value(ev, depth + 1)) return false;
+      }
+      return true;
+    }
+    case od::json_type::string: {
+      std::string_view s;
+      return !v.get_string().get(s);
+    }
+    case od::json_type::number: {
+      // RFC 8259 §6 number grammar on the raw token.
+      std::string_view n = v.raw_json_token();
+      while (!n.empty() &&
+             (n.back() == ' ' || n.back() == '\n' || n.back() == '\t' || n.back() == '\r')) {
+        n.remove_suffix(1);
+      }
+      std::size_t i = 0;
+      if (i < n.size() && n[i] == '-') ++i;
+      if (i >= n.size()) return false;
+      if (n[i] == '0') {
+        ++i;
+      } else if (n[i] >= '1' && n[i] <= '9') {
+        while (i < n.size() && n[i] >= '0' && n[i] <= '9') ++i;
+      } else {
+        return false;
+      }
+      if (i < n.size() && n[i] == '.') {
+        ++i;
+        const std::size_t start = i;
+        while (i < n.size() && n[i] >= '0' && n[i] <= '9') ++i;
+        if (i == start) return false;
+      }
+      if (i < n.size() && (n[i] == 'e' || n[i] == 'E')) {
+        ++i;
+        if (i < n.size() && (n[i] == '+' || n[i] == '-')) ++i;
+        const std::size_t start = i;
+        while (i < n.size() && n[i] >= '0' && n[i] <= '9') ++i;
+        if (i == start) return false;
+      }
+      return i == n.size();
+    }
+    case od::json_type::boolean: {
+      bool b = false;
+      return !v.get_bool().get(b);
+    }
+    case od::json_type::null:
+      return v.is_null();
+  }
+  return false;
+}
+
+// True when nothing but whitespace follows the root value (simdjson 3.0.1 has no at_end() on a
+// document: current_location() reports OUT_OF_BOUNDS there).
+bool at_document_end(simdjson::ondemand::document& doc) {
+  const char* loc = nullptr;
+  return doc.current_location().get(loc) == simdjson::OUT_OF_BOUNDS;
+}
+
+bool is_valid_json(std::string_view text, std::string& padded) {
+  namespace od = simdjson::ondemand;
+  static thread_local od::parser parser;
+  padded.assign(text);
+  padded.append(simdjson::SIMDJSON_PADDING, '\0');
+  od::document doc;
+  if (parser.iterate(padded.data(), text.size(), padded.size()).get(doc)) return false;
+  od::value root;
+  // A scalar document (a bare number or string) is valid JSON too.
+  bool scalar = false;
+  if (doc.is_scalar().get(scalar)) return false;
+  if (scalar) {
+    od::json_type t;
+    if (doc.type().get(t)) return false;
+    if (t == od::json_type::string) {
+      std::string_view s;
+      if (doc.get_string().get(s)) return false;
+    } else if (t == od::json_type::number) {
+      std::string_view raw;
+      if (doc.raw_json_token().get(raw)) return false;
+    } else if (t == od::json_type::boolean) {
+      bool b = false;
+      if (doc.get_bool().get(b)) return false;
+    } else {
+      bool n = false;
+      if (doc.is_null().get(n) || !n) return false;
+    }
+    return true;  // scalar documents are checked for trailing content by their getters
+  }
+  if (doc.get_value().get(root)) return false;
+  if (!validate_value(root, 0)) return false;
+  return at_document_end(doc);
 }
 
 int digits(std::string_view s, std::size_t pos, std::size_t n, bool& ok) {
@@ -101,7 +245,7 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
 }  // namespace
 
 std::optional<std::int64_t> parse_commit_timestamp_ms(std::string_view s) {
-  // YYYY-MM-DD HH:MM:SS[.ffffff](+|-)HH[:MM[:SS]]
+  // YYYY-MM-DD HH:MM:SS[.ffffff][(+|-)HH[:MM]]
   bool ok = true;
   const int year = digits(s, 0, 4, ok);
   const int month = digits(s, 5, 2, ok);
@@ -134,7 +278,7 @@ std::optional<std::int64_t> parse_commit_timestamp_ms(std::string_view s) {
       om = digits(s, pos + 1, 2, ok);
       pos += 3;
     }
-    if (!ok) return std::nullopt;
+    if (!ok || pos < s.size()) return std::nullopt;
     offset_s = (oh * 3600 + om * 60) * (sign == '-' ? -1 : 1);
   }
   const std::int64_t days =
@@ -143,225 +287,753 @@ std::optional<std::int64_t> parse_commit_timestamp_ms(std::string_view s) {
   return secs * 1000 + millis;
 }
 
-EventRouter::EventRouter(RouterSettings settings, std::vector<config::TableConfig> tables)
-    : settings_(std::move(settings)), tables_(std::move(tables)) {
-  key_.reserve(256);
-  value_.reserve(4096);
+struct EventRouter::Rule {
+  TableRole role = TableRole::kIgnored;
+  std::string topic;
+  std::string source_schema;
+  std::string source_table;
+  std::string data_collection;  // "schema.table" for transaction metadata
+  const config::OutboxConfig* outbox = nullptr;
+  config::Operations ops;
+  bool tombstones = true;
+  std::vector<std::string> key_columns;  // configured, or the REPLICA IDENTITY index
+  std::vector<std::string> exclude;
+  std::vector<std::string> mask;
+  std::string leaf_schema;
+  std::string leaf_table;
+  const TableSchema* schema = nullptr;
+};
+
+struct EventRouter::Slot {
+  std::string topic;
+  std::string key;
+  std::string value;
+  std::string id;
+  bool has_key = false;
+  bool has_value = true;
+  std::int64_t timestamp_ms = 0;
+  std::vector<std::string> header_values;  // owned header values, parallel to header_names
+  std::vector<std::string_view> header_names;
+  std::vector<Header> headers;
+};
+
+EventRouter::EventRouter(RouterSettings settings, const config::Config& cfg,
+                         SchemaProvider* schemas, const TypeRegistry& types)
+    : settings_(std::move(settings)),
+      tables_(cfg.tables),
+      exclude_(cfg.exclude),
+      messages_(cfg.messages),
+      schemas_(schemas),
+      types_(types) {
+  value_opts_.format =
+      settings_.events.value_format == "debezium" ? ValueFormat::kDebezium : ValueFormat::kNative;
+  value_opts_.json_as_document = settings_.events.json_as_document;
 }
 
-std::string EventRouter::row_topic(std::string_view schema, std::string_view table) const {
-  std::string t;
-  append_topic_part(t, settings_.topic_prefix);
-  t.push_back('.');
-  append_topic_part(t, schema);
-  t.push_back('.');
-  append_topic_part(t, table);
-  return t;
+EventRouter::~EventRouter() = default;
+
+void EventRouter::append_topic_part(std::string& out, std::string_view part) {
+  for (char c : part) out.push_back(valid_topic_char(c) ? c : '_');
+}
+
+EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_view table) {
+  Rule r;
+  r.leaf_schema = std::string(schema);
+  r.leaf_table = std::string(table);
+  r.schema = schemas_ != nullptr ? schemas_->table(schema, table, false) : nullptr;
+  const bool is_leaf = r.schema != nullptr && (r.schema->root_schema != r.leaf_schema ||
+                                               r.schema->root_table != r.leaf_table);
+  struct Name {
+    std::string schema, table;
+  };
+  std::vector<Name> candidates;
+  // wal2json reports a partition's changes under the leaf's name (shared/cases/README.md item
+  // 10): a rule written for the partitioned root applies to its leaves.
+  if (is_leaf) candidates.push_back({r.schema->root_schema, r.schema->root_table});
+  candidates.push_back({r.leaf_schema, r.leaf_table});
+
+  const config::TableConfig* tc = nullptr;
+  bool matched_root = false;
+  for (std::size_t i = 0; i < candidates.size() && tc == nullptr; ++i) {
+    const auto& cand = candidates[i];
+    for (const auto& ex : exclude_) {
+      if (config::glob_match(ex.schema_pattern, cand.schema) &&
+          config::glob_match(ex.table_pattern, cand.table)) {
+        return r;  // excluded
+      }
+    }
+    for (const auto& t : tables_) {
+      if (config::glob_match(t.schema_pattern, cand.schema) &&
+          config::glob_match(t.table_pattern, cand.table)) {
+        tc = &t;
+        matched_root = is_leaf && i == 0;
+        break;
+      }
+    }
+  }
+  if (tc == nullptr) return r;
+  if (tc->outbox) {
+    r.role = TableRole::kOutbox;
+    r.outbox = &*tc->outbox;
+    return r;
+  }
+  r.role = TableRole::kRowChange;
+  const bool use_root = is_leaf && (matched_root || settings_.events.partitions == "root") &&
+                        settings_.events.partitions == "root";
+  r.source_schema = use_root ? r.schema->root_schema : r.leaf_schema;
+  r.source_table = use_root ? r.schema->root_table : r.leaf_table;
+  r.data_collection = r.source_schema + "." + r.source_table;
+  const std::string tmpl = tc->topic.value_or("{prefix}.{schema}.{table}");
+  for (std::size_t pos = 0; pos < tmpl.size();) {
+    if (tmpl.compare(pos, 8, "{prefix}") == 0) {
+      append_topic_part(r.topic, settings_.topic_prefix);
+      pos += 8;
+    } else if (tmpl.compare(pos, 8, "{schema}") == 0) {
+      append_topic_part(r.topic, r.source_schema);
+      pos += 8;
+    } else if (tmpl.compare(pos, 7, "{table}") == 0) {
+      append_topic_part(r.topic, r.source_table);
+      pos += 7;
+    } else {
+      r.topic.push_back(valid_topic_char(tmpl[pos]) ? tmpl[pos] : '_');
+      ++pos;
+    }
+  }
+  r.ops = tc->operations.value_or(settings_.events.operations);
+  r.tombstones = tc->tombstones_on_delete.value_or(settings_.events.tombstones_on_delete);
+  r.key_columns = tc->key_columns;
+  // REPLICA IDENTITY USING INDEX: deletes carry only the index's columns, so the table is keyed
+  // by them for every operation (shared/cases/BUG-10.md): never a delete keyed {"pk":null}.
+  if (r.key_columns.empty() && r.schema != nullptr && r.schema->replica_identity == 'i') {
+    r.key_columns = r.schema->replica_identity_index;
+  }
+  r.exclude = tc->exclude_columns;
+  r.mask = tc->mask_columns;
+  return r;
 }
 
 const EventRouter::Rule& EventRouter::rule_for(std::string_view schema, std::string_view table) {
   lookup_.assign(schema);
   lookup_.push_back('\0');
   lookup_.append(table);
-  if (auto it = rules_.find(std::string_view(lookup_)); it != rules_.end()) return it->second;
-  Rule rule;
-  const std::string s(schema);
-  const std::string t(table);
-  for (const auto& tc : tables_) {
-    if (config::glob_match(tc.schema_pattern, s) && config::glob_match(tc.table_pattern, t)) {
-      if (tc.outbox) {
-        rule.role = TableRole::kOutbox;
-        rule.outbox = &*tc.outbox;
-      } else {
-        rule.role = TableRole::kRowChange;
-        rule.topic = row_topic(schema, table);
-      }
-      break;
-    }
-  }
-  return rules_.emplace(lookup_, std::move(rule)).first->second;
+  if (auto it = rules_.find(std::string_view(lookup_)); it != rules_.end()) return *it->second;
+  rule_storage_.push_back(std::make_unique<Rule>(make_rule(schema, table)));
+  Rule* r = rule_storage_.back().get();
+  rules_.emplace(lookup_, r);
+  return *r;
 }
 
 TableRole EventRouter::role_of(std::string_view schema, std::string_view table) {
   return rule_for(schema, table).role;
 }
 
-std::expected<std::span<const Record>, MappingError> EventRouter::route(const decoder::Change& c,
-                                                                        const TxnInfo& txn) {
-  using decoder::Action;
-  if (c.action != Action::kInsert && c.action != Action::kUpdate && c.action != Action::kDelete) {
-    return std::span<const Record>{};
-  }
-  const Rule& rule = rule_for(c.schema, c.table);
-  switch (rule.role) {
-    case TableRole::kIgnored:
-      return std::span<const Record>{};
-    case TableRole::kOutbox:
-      if (c.action != Action::kInsert) return std::span<const Record>{};
-      return route_outbox(c, rule);
-    case TableRole::kRowChange:
-      return route_row(c, txn, rule);
-  }
-  return std::span<const Record>{};
+std::string EventRouter::topic_of(std::string_view schema, std::string_view table) {
+  const Rule& r = rule_for(schema, table);
+  return r.role == TableRole::kRowChange ? r.topic : std::string();
 }
 
-std::expected<std::span<const Record>, MappingError> EventRouter::route_row(
-    const decoder::Change& c, const TxnInfo& txn, const Rule& rule) {
-  using decoder::Action;
-  const auto& key_image = c.action == Action::kDelete ? c.identity : c.columns;
+void EventRouter::begin(std::uint64_t xid, Lsn commit_lsn, std::int64_t commit_ts_ms) {
+  xid_ = xid;
+  commit_lsn_ = commit_lsn;
+  commit_ts_ms_ = commit_ts_ms;
+  record_index_ = 0;
+  event_count_ = 0;
+  begin_emitted_ = false;
+  collection_counts_.clear();
+}
 
-  // Key: the primary key columns in column order, compact JSON (what Debezium's JsonConverter
-  // prints with schemas disabled). A table without a primary key gets a null key.
-  key_.clear();
-  bool have_key = !c.pk.empty();
-  if (have_key) {
-    key_.push_back('{');
-    bool first = true;
-    for (const auto& col : key_image) {
-      if (!contains(c.pk, col.name)) continue;
-      if (!first) key_.push_back(',');
-      first = false;
-      key_.append(col.name_json);
-      key_.push_back(':');
-      key_.append(col.value);
-    }
-    key_.push_back('}');
-    if (first) have_key = false;  // no key column in this image (e.g. identity USING INDEX)
-  }
-
-  value_.clear();
-  value_ += "{\"before\":";
-  if (c.action == Action::kInsert || c.identity.empty()) {
-    value_ += "null";
-  } else {
-    append_image(value_, c.identity);
-  }
-  value_ += ",\"after\":";
-  if (c.action == Action::kDelete) {
-    value_ += "null";
-  } else {
-    append_image(value_, c.columns);
-  }
-  value_ += ",\"source\":{\"version\":";
-  json::append_string(value_, settings_.version);
-  value_ += ",\"connector\":\"postgresql\",\"name\":";
-  json::append_string(value_, settings_.topic_prefix);
-  value_ += ",\"ts_ms\":";
-  append_int(value_, txn.commit_ts_ms);
-  value_ += ",\"snapshot\":\"false\",\"db\":";
-  json::append_string(value_, settings_.database);
-  value_ += ",\"schema\":";
-  json::append_string(value_, c.schema);
-  value_ += ",\"table\":";
-  json::append_string(value_, c.table);
-  value_ += ",\"txId\":";
-  append_uint(value_, c.xid);
-  value_ += ",\"lsn\":";
-  append_uint(value_, c.lsn.value());
-  value_ += ",\"xmin\":null},\"op\":\"";
-  value_.push_back(c.action == Action::kInsert ? 'c' : c.action == Action::kUpdate ? 'u' : 'd');
-  value_ += "\",\"ts_ms\":";
-  append_int(value_, now_ms());
-  value_.push_back('}');
-
-  // Deterministic event id: the transaction's commit LSN and the change's position in it.
-  id_.clear();
+EventRouter::Slot& EventRouter::next_slot() {
+  if (used_slots_ == slots_.size()) slots_.push_back(std::make_unique<Slot>());
+  Slot& s = *slots_[used_slots_++];
+  s.topic.clear();
+  s.key.clear();
+  s.value.clear();
+  s.id.clear();
+  s.has_key = false;
+  s.has_value = true;
+  s.timestamp_ms = 0;
+  s.header_values.clear();
+  s.header_names.clear();
+  // Row-change ids: the transaction's commit LSN and the record's index in the transaction.
   char buf[17];
-  id_.append(buf, txn.commit_lsn.format_to(buf));
-  id_.push_back(':');
-  append_uint(id_, txn.position);
-
-  headers_[0] = Header{"id", id_};
-  records_[0] = Record{rule.topic, have_key ? std::optional<std::string_view>(key_) : std::nullopt,
-                       std::string_view(value_), std::span<const Header>(headers_.data(), 1), 0};
-  return std::span<const Record>(records_.data(), 1);
+  s.id.append(buf, commit_lsn_.format_to(buf));
+  s.id.push_back(':');
+  append_uint(s.id, record_index_++);
+  return s;
 }
 
-std::expected<std::span<const Record>, MappingError> EventRouter::route_outbox(
-    const decoder::Change& c, const Rule& rule) {
-  const config::OutboxConfig& ob = *rule.outbox;
-  auto where = [&](std::string_view what) {
-    std::string s = "outbox table ";
-    s += c.schema;
-    s += '.';
-    s += c.table;
-    s += ": ";
-    s += what;
-    return MappingError{std::move(s)};
-  };
-  const decoder::Column* id_col = find_column(c.columns, ob.event_id);
-  const decoder::Column* agg_id_col = find_column(c.columns, ob.aggregate_id);
-  const decoder::Column* agg_type_col = find_column(c.columns, ob.aggregate_type);
-  const decoder::Column* payload_col = find_column(c.columns, ob.payload);
-  if (id_col == nullptr) return std::unexpected(where("no event id column '" + ob.event_id + "'"));
-  if (agg_id_col == nullptr) {
-    return std::unexpected(where("no aggregate id column '" + ob.aggregate_id + "'"));
-  }
-  if (agg_type_col == nullptr) {
-    return std::unexpected(where("no aggregate type column '" + ob.aggregate_type + "'"));
-  }
-  if (payload_col == nullptr) {
-    return std::unexpected(where("no payload column '" + ob.payload + "'"));
-  }
-  if (id_col->is_null()) return std::unexpected(where("event id '" + ob.event_id + "' is NULL"));
-  if (agg_id_col->is_null()) {
-    return std::unexpected(where("aggregate id '" + ob.aggregate_id + "' is NULL"));
-  }
-  if (agg_type_col->is_null()) {
-    return std::unexpected(where("aggregate type '" + ob.aggregate_type + "' is NULL"));
-  }
+void EventRouter::begin_metadata_if_needed() {
+  if (!settings_.events.transaction_metadata || begin_emitted_) return;
+  begin_emitted_ = true;
+  // Debezium transaction metadata: BEGIN before the first event, id "<txId>:<LSN>".
+  txn_id_.clear();
+  append_uint(txn_id_, xid_);
+  txn_id_.push_back(':');
+  append_uint(txn_id_, commit_lsn_.value());
+  Slot& s = next_slot();
+  append_topic_part(s.topic, settings_.topic_prefix);
+  s.topic += ".transaction";
+  s.has_key = true;
+  s.key = "{\"id\":";
+  json::append_string(s.key, txn_id_);
+  s.key.push_back('}');
+  s.value = "{\"status\":\"BEGIN\",\"id\":";
+  json::append_string(s.value, txn_id_);
+  s.value += ",\"event_count\":null,\"data_collections\":null,\"ts_ms\":";
+  append_int(s.value, commit_ts_ms_);
+  s.value.push_back('}');
+  s.timestamp_ms = commit_ts_ms_;
+}
 
-  id_.clear();
-  key_.clear();
-  scratch_.clear();
-  if (!append_text(id_, id_col->value) || !append_text(key_, agg_id_col->value) ||
-      !append_text(scratch_, agg_type_col->value)) {
-    return std::unexpected(where("malformed string value"));
+std::span<const Record> EventRouter::commit() {
+  used_slots_ = 0;
+  records_.clear();
+  previous_commit_lsn_ = commit_lsn_;
+  if (!begin_emitted_) return {};
+  Slot& s = next_slot();
+  append_topic_part(s.topic, settings_.topic_prefix);
+  s.topic += ".transaction";
+  s.has_key = true;
+  s.key = "{\"id\":";
+  json::append_string(s.key, txn_id_);
+  s.key.push_back('}');
+  s.value = "{\"status\":\"END\",\"id\":";
+  json::append_string(s.value, txn_id_);
+  s.value += ",\"event_count\":";
+  append_uint(s.value, event_count_);
+  s.value += ",\"data_collections\":[";
+  bool first = true;
+  for (const auto& [name, count] : collection_counts_) {
+    if (!first) s.value.push_back(',');
+    first = false;
+    s.value += "{\"data_collection\":";
+    json::append_string(s.value, name);
+    s.value += ",\"event_count\":";
+    append_uint(s.value, count);
+    s.value.push_back('}');
   }
+  s.value += "],\"ts_ms\":";
+  append_int(s.value, commit_ts_ms_);
+  s.value.push_back('}');
+  s.timestamp_ms = commit_ts_ms_;
+  s.headers.clear();
+  s.headers.push_back(Header{"id", s.id});
+  records_.push_back(Record{s.topic, std::string_view(s.key), std::string_view(s.value),
+                            std::span<const Header>(s.headers), s.timestamp_ms});
+  begin_emitted_ = false;
+  return records_;
+}
 
-  topic_.clear();
-  const std::string_view tmpl = ob.topic;
-  constexpr std::string_view kPlaceholder = "{aggregate_type}";
-  std::size_t pos = 0;
-  while (pos < tmpl.size()) {
-    const auto at = tmpl.find(kPlaceholder, pos);
-    if (at == std::string_view::npos) {
-      topic_.append(tmpl.substr(pos));
+std::expected<std::span<const Record>, MappingError> EventRouter::route(const decoder::Change& c) {
+  using decoder::Action;
+  used_slots_ = 0;
+  std::expected<void, MappingError> result;
+  switch (c.action) {
+    case Action::kInsert:
+    case Action::kUpdate:
+    case Action::kDelete:
+    case Action::kTruncate: {
+      const Rule& rule = rule_for(c.schema, c.table);
+      if (rule.role == TableRole::kRowChange) {
+        result = route_row(c, rule);
+      } else if (rule.role == TableRole::kOutbox && c.action == Action::kInsert) {
+        // UPDATE and DELETE of an outbox row publish nothing: rows may be deleted right after
+        // the insert, even in the same transaction (Debezium outbox event router).
+        result = route_outbox_row(c, rule);
+      }
       break;
     }
-    topic_.append(tmpl.substr(pos, at - pos));
-    topic_.append(scratch_);
+    case Action::kMessage:
+      result = route_message(c);
+      break;
+    default:
+      break;
+  }
+  if (!result) {
+    used_slots_ = 0;
+    return std::unexpected(std::move(result.error()));
+  }
+  records_.clear();
+  for (std::size_t i = 0; i < used_slots_; ++i) {
+    Slot& s = *slots_[i];
+    s.headers.clear();
+    s.headers.push_back(Header{"id", s.id});
+    for (std::size_t h = 0; h < s.header_names.size(); ++h) {
+      s.headers.push_back(Header{s.header_names[h], s.header_values[h]});
+    }
+    records_.push_back(Record{s.topic,
+                              s.has_key ? std::optional<std::string_view>(s.key) : std::nullopt,
+                              s.has_value ? std::optional<std::string_view>(s.value) : std::nullopt,
+                              std::span<const Header>(s.headers), s.timestamp_ms});
+  }
+  return std::span<const Record>(records_);
+}
+
+// ---- row changes ---------------------------------------------------------------------------
+
+void EventRouter::append_image(std::string& out, const std::vector<decoder::Column>& cols,
+                               const Rule& rule, std::string& err) {
+  out.push_back('{');
+  bool first = true;
+  const auto* schema = rule.schema;
+  for (std::size_t i = 0; i < cols.size() && err.empty(); ++i) {
+    const auto& col = cols[i];
+    if (!rule.exclude.empty() && contains(rule.exclude, col.name)) continue;
+    if (!first) out.push_back(',');
+    first = false;
+    out.append(col.name_json);
+    out.push_back(':');
+    if (!rule.mask.empty() && contains(rule.mask, col.name) && !col.is_null()) {
+      // column.mask.hash.SHA-256.with.salt: hex SHA-256 of salt + the value's text.
+      scratch2_.clear();
+      append_text(scratch2_, col.value);
+      out.push_back('"');
+      append_sha256_hex(out, settings_.events.mask_salt, scratch2_);
+      out.push_back('"');
+      continue;
+    }
+    std::int32_t typmod = -1;
+    if (schema != nullptr) {
+      const ColumnInfo* ci = i < schema->columns.size() && schema->columns[i].name == col.name
+                                 ? &schema->columns[i]
+                                 : schema->column(col.name);
+      if (ci != nullptr) typmod = ci->typmod;
+    }
+    if (!append_value(out, col.value, col.type_oid, typmod, types_, value_opts_, err)) {
+      err = "column " + std::string(col.name) + ": " + err;
+    }
+  }
+  out.push_back('}');
+}
+
+bool EventRouter::append_after_image(std::string& out, const decoder::Change& c, const Rule& rule,
+                                     std::string& err) {
+  const auto* schema = rule.schema;
+  if (c.action != decoder::Action::kUpdate || schema == nullptr ||
+      c.columns.size() >= schema->columns.size()) {
+    append_image(out, c.columns, rule, err);
+    return err.empty();
+  }
+  // An UPDATE leaves out unchanged TOASTed columns (wal2json skips unchanged external datums).
+  // Never publish them as null: take the old value under REPLICA IDENTITY FULL, otherwise the
+  // placeholder (Debezium unavailable.value.placeholder). Both lists are in attnum order.
+  out.push_back('{');
+  bool first = true;
+  std::size_t cursor = 0;
+  for (const auto& sc : schema->columns) {
+    const decoder::Column* col = nullptr;
+    if (cursor < c.columns.size() && c.columns[cursor].name == sc.name) {
+      col = &c.columns[cursor++];
+    } else {
+      col = find_column(c.columns, sc.name);
+    }
+    const decoder::Column* old = col == nullptr ? find_column(c.identity, sc.name) : nullptr;
+    if (col == nullptr && old == nullptr && !sc.toastable) continue;  // not in this row version
+    if (!rule.exclude.empty() && contains(rule.exclude, sc.name)) continue;
+    if (!first) out.push_back(',');
+    first = false;
+    json::append_string(out, sc.name);
+    out.push_back(':');
+    const decoder::Column* src = col != nullptr ? col : old;
+    if (src == nullptr) {
+      json::append_string(out, settings_.events.toast_placeholder);
+      continue;
+    }
+    if (!rule.mask.empty() && contains(rule.mask, sc.name) && !src->is_null()) {
+      scratch2_.clear();
+      append_text(scratch2_, src->value);
+      out.push_back('"');
+      append_sha256_hex(out, settings_.events.mask_salt, scratch2_);
+      out.push_back('"');
+      continue;
+    }
+    if (!append_value(out, src->value, src->type_oid, sc.typmod, types_, value_opts_, err)) {
+      err = "column " + sc.name + ": " + err;
+      return false;
+    }
+  }
+  out.push_back('}');
+  return true;
+}
+
+bool EventRouter::append_key(std::string& out, const std::vector<decoder::Column>& image,
+                             const Rule& rule, const std::vector<std::string_view>& pk,
+                             std::string& err) {
+  // Key columns in column order, compact JSON: what Debezium's JsonConverter prints with
+  // schemas disabled, so murmur2 places the key where Debezium did.
+  out.push_back('{');
+  bool any = false;
+  for (std::size_t i = 0; i < image.size(); ++i) {
+    const auto& col = image[i];
+    const bool is_key =
+        rule.key_columns.empty() ? contains(pk, col.name) : contains(rule.key_columns, col.name);
+    if (!is_key) continue;
+    if (any) out.push_back(',');
+    any = true;
+    out.append(col.name_json);
+    out.push_back(':');
+    std::int32_t typmod = -1;
+    if (rule.schema != nullptr) {
+      if (const ColumnInfo* ci = rule.schema->column(col.name)) typmod = ci->typmod;
+    }
+    if (!append_value(out, col.value, col.type_oid, typmod, types_, value_opts_, err)) {
+      err = "key column " + std::string(col.name) + ": " + err;
+      return false;
+    }
+  }
+  out.push_back('}');
+  return any;
+}
+
+void EventRouter::append_source(std::string& out, const decoder::Change& c, const Rule& rule) {
+  out += "\"source\":{\"version\":";
+  json::append_string(out, settings_.version);
+  out += ",\"connector\":\"postgresql\",\"name\":";
+  json::append_string(out, settings_.topic_prefix);
+  out += ",\"ts_ms\":";
+  append_int(out, commit_ts_ms_);
+  out += ",\"snapshot\":\"false\",\"db\":";
+  json::append_string(out, settings_.database);
+  // Debezium: sequence = ["<last commit LSN>","<this change's LSN>"] as a JSON string.
+  out += ",\"sequence\":\"[";
+  if (previous_commit_lsn_.is_zero()) {
+    out += "null";
+  } else {
+    out += "\\\"";
+    append_uint(out, previous_commit_lsn_.value());
+    out += "\\\"";
+  }
+  out += ",\\\"";
+  append_uint(out, c.lsn.value());
+  out += "\\\"]\",\"schema\":";
+  json::append_string(out, rule.source_schema);
+  out += ",\"table\":";
+  json::append_string(out, rule.source_table);
+  out += ",\"txId\":";
+  append_uint(out, c.xid);
+  out += ",\"lsn\":";
+  append_uint(out, c.lsn.value());
+  out += ",\"xmin\":null}";
+}
+
+void EventRouter::finish_row_record(Slot& s, const Rule& rule, bool has_key, char op) {
+  s.topic = rule.topic;
+  s.has_key = has_key;
+  s.value += ",\"op\":\"";
+  s.value.push_back(op);
+  s.value += "\",\"ts_ms\":";
+  append_int(s.value, now_ms());
+  if (settings_.events.transaction_metadata) {
+    ++event_count_;
+    std::uint32_t* per_table = nullptr;
+    for (auto& [name, count] : collection_counts_) {
+      if (name == rule.data_collection) per_table = &count;
+    }
+    if (per_table == nullptr) {
+      collection_counts_.emplace_back(rule.data_collection, 0);
+      per_table = &collection_counts_.back().second;
+    }
+    ++*per_table;
+    s.value += ",\"transaction\":{\"id\":";
+    json::append_string(s.value, txn_id_);
+    s.value += ",\"total_order\":";
+    append_uint(s.value, event_count_);
+    s.value += ",\"data_collection_order\":";
+    append_uint(s.value, *per_table);
+    s.value.push_back('}');
+  }
+  s.value.push_back('}');
+  s.timestamp_ms = commit_ts_ms_;
+}
+
+void EventRouter::add_tombstone(const Slot& of) {
+  // Debezium tombstones.on.delete: same key, null value, so compaction can drop the key.
+  const std::string topic = of.topic;
+  const std::string key = of.key;
+  const bool has_key = of.has_key;
+  Slot& t = next_slot();  // may reallocate slots_: `of` is copied above
+  t.topic = topic;
+  t.key = key;
+  t.has_key = has_key;
+  t.has_value = false;
+  t.timestamp_ms = commit_ts_ms_;
+}
+
+std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& c,
+                                                         const Rule& rule_in) {
+  using decoder::Action;
+  Rule& rule = const_cast<Rule&>(rule_in);
+  // DDL can change a table's columns between two rows of one transaction: map each line by its
+  // own column list, and re-read the catalog when a column is new to the cached shape.
+  if (rule.schema != nullptr && schemas_ != nullptr) {
+    for (std::size_t i = 0; i < c.columns.size(); ++i) {
+      const auto& name = c.columns[i].name;
+      const bool known =
+          (i < rule.schema->columns.size() && rule.schema->columns[i].name == name) ||
+          rule.schema->column(name) != nullptr;
+      if (!known) {
+        rule.schema = schemas_->table(rule.leaf_schema, rule.leaf_table, true);
+        break;
+      }
+    }
+  }
+  const auto& ops = rule.ops;
+  auto fail = [&](const std::string& why) {
+    return std::unexpected(MappingError{"table " + rule.data_collection + ": " + why});
+  };
+  std::string err;
+
+  auto emit = [&](char op, const std::vector<decoder::Column>* key_image,
+                  const std::vector<decoder::Column>* before, bool after) -> bool {
+    begin_metadata_if_needed();
+    Slot& s = next_slot();
+    bool has_key = false;
+    if (key_image != nullptr) has_key = append_key(s.key, *key_image, rule, c.pk, err);
+    if (!err.empty()) return false;
+    s.value = "{\"before\":";
+    if (before == nullptr || before->empty()) {
+      s.value += "null";
+    } else {
+      append_image(s.value, *before, rule, err);
+    }
+    s.value += ",\"after\":";
+    if (after) {
+      if (!append_after_image(s.value, c, rule, err)) return false;
+    } else {
+      s.value += "null";
+    }
+    if (!err.empty()) return false;
+    s.value.push_back(',');
+    append_source(s.value, c, rule);
+    finish_row_record(s, rule, has_key, op);
+    return true;
+  };
+
+  switch (c.action) {
+    case Action::kInsert:
+      if (!ops.create) return {};
+      if (!emit('c', &c.columns, nullptr, true)) return fail(err);
+      return {};
+    case Action::kUpdate: {
+      if (!ops.update) return {};
+      // A key change is detected by comparing the old key values (identity) with the new ones,
+      // not by the presence of `identity` (shared/cases/BUG-11.md). Debezium publishes it as a
+      // delete of the old key (+ tombstone) and a create of the new key.
+      bool key_changed = false;
+      if (!c.identity.empty()) {
+        for (const auto& old : c.identity) {
+          const bool is_key = rule.key_columns.empty() ? contains(c.pk, old.name)
+                                                       : contains(rule.key_columns, old.name);
+          if (!is_key) continue;
+          const decoder::Column* now = find_column(c.columns, old.name);
+          if (now != nullptr && now->value != old.value) key_changed = true;
+        }
+      }
+      if (key_changed) {
+        if (!emit('d', &c.identity, &c.identity, false)) return fail(err);
+        if (rule.tombstones) add_tombstone(*slots_[used_slots_ - 1]);
+        if (!emit('c', &c.columns, nullptr, true)) return fail(err);
+        return {};
+      }
+      if (!emit('u', &c.columns, &c.identity, true)) return fail(err);
+      return {};
+    }
+    case Action::kDelete:
+      if (!ops.del) return {};
+      if (!emit('d', &c.identity, &c.identity, false)) return fail(err);
+      if (rule.tombstones) add_tombstone(*slots_[used_slots_ - 1]);
+      return {};
+    case Action::kTruncate:
+      if (!ops.truncate) return {};
+      if (!emit('t', nullptr, nullptr, false)) return fail(err);
+      return {};
+    default:
+      return {};
+  }
+}
+
+// ---- outbox --------------------------------------------------------------------------------
+
+namespace {
+
+struct OutboxFields {
+  const decoder::Column* id = nullptr;
+  const decoder::Column* aggregate_id = nullptr;
+  const decoder::Column* aggregate_type = nullptr;
+  const decoder::Column* payload = nullptr;
+  const decoder::Column* event_type = nullptr;
+  const decoder::Column* timestamp = nullptr;
+};
+
+}  // namespace
+
+std::expected<void, MappingError> EventRouter::route_outbox_row(const decoder::Change& c,
+                                                                const Rule& rule) {
+  (void)rule;
+  return emit_outbox(*rule.outbox, c.columns,
+                     "outbox table " + std::string(c.schema) + "." + std::string(c.table));
+}
+
+std::expected<void, MappingError> EventRouter::emit_outbox(const config::OutboxConfig& ob,
+                                                           const std::vector<decoder::Column>& cols,
+                                                           const std::string& where) {
+  auto fail = [&](const std::string& why) {
+    return std::unexpected(MappingError{where + ": " + why});
+  };
+  OutboxFields f;
+  f.id = find_column(cols, ob.event_id);
+  f.aggregate_id = find_column(cols, ob.aggregate_id);
+  f.aggregate_type = find_column(cols, ob.aggregate_type);
+  f.payload = find_column(cols, ob.payload);
+  if (ob.event_type) f.event_type = find_column(cols, *ob.event_type);
+  if (ob.timestamp) f.timestamp = find_column(cols, *ob.timestamp);
+  if (f.id == nullptr || f.id->is_null())
+    return fail("event id '" + ob.event_id + "' is missing or NULL");
+  if (f.aggregate_id == nullptr || f.aggregate_id->is_null()) {
+    return fail("aggregate id '" + ob.aggregate_id + "' is missing or NULL");
+  }
+  if (f.aggregate_type == nullptr || f.aggregate_type->is_null()) {
+    return fail("aggregate type '" + ob.aggregate_type + "' is missing or NULL");
+  }
+  if (f.payload == nullptr) return fail("payload column '" + ob.payload + "' is missing");
+
+  Slot& s = next_slot();
+  s.id.clear();
+  if (!append_text(s.id, f.id->value)) return fail("malformed event id");
+  s.has_key = true;
+  if (!append_text(s.key, f.aggregate_id->value)) return fail("malformed aggregate id");
+  scratch_.clear();
+  if (!append_text(scratch_, f.aggregate_type->value)) return fail("malformed aggregate type");
+
+  constexpr std::string_view kPlaceholder = "{aggregate_type}";
+  const std::string_view tmpl = ob.topic;
+  for (std::size_t pos = 0; pos < tmpl.size();) {
+    const auto at = tmpl.find(kPlaceholder, pos);
+    if (at == std::string_view::npos) {
+      s.topic.append(tmpl.substr(pos));
+      break;
+    }
+    s.topic.append(tmpl.substr(pos, at - pos));
+    s.topic.append(scratch_);
     pos = at + kPlaceholder.size();
   }
-  if (topic_.empty() || topic_.size() > 249) {
-    return std::unexpected(where("topic '" + topic_ + "' is empty or longer than 249 characters"));
+  if (s.topic.empty() || s.topic.size() > 249 || s.topic == "." || s.topic == "..") {
+    return fail("topic '" + s.topic + "' is not a valid Kafka topic name");
   }
-  for (char ch : topic_) {
+  for (char ch : s.topic) {
     if (!valid_topic_char(ch)) {
-      return std::unexpected(where("aggregate type gives topic '" + topic_ +
-                                   "', which has characters Kafka does not allow"));
+      return fail("aggregate type gives topic '" + s.topic +
+                  "', which has characters Kafka does not allow");
     }
   }
 
-  std::optional<std::string_view> value;
-  value_.clear();
-  if (!payload_col->is_null()) {
-    if (json::is_string_token(payload_col->value)) {
-      // json/jsonb arrive as a JSON string holding the document's text (shared/cases/README.md
-      // item 9): publish the document itself. text payloads are published as their text.
-      if (!json::unescape_string(payload_col->value, value_)) {
-        return std::unexpected(where("malformed payload string"));
+  // The value: the payload as JSON (a json/jsonb payload is the document itself, never a JSON
+  // string holding it); text must hold JSON; bytea is published as its bytes.
+  const decoder::Column& p = *f.payload;
+  if (p.is_null()) {
+    if (!ob.tombstone_on_empty_payload) {
+      return fail("payload '" + ob.payload +
+                  "' is NULL (set tombstone_on_empty_payload to publish a tombstone)");
+    }
+    s.has_value = false;
+  } else {
+    const std::uint32_t type = types_.resolve_domain(p.type_oid);
+    if (type == oid::kBytea) {
+      scratch_.clear();
+      if (!json::unescape_string(p.value, scratch_) || !append_bytea(s.value, scratch_)) {
+        return fail("malformed bytea payload");
+      }
+    } else if (json::is_string_token(p.value)) {
+      if (!json::unescape_string(p.value, s.value)) return fail("malformed payload string");
+      if (type != oid::kJson && type != oid::kJsonb && !is_valid_json(s.value, scratch_)) {
+        return fail("payload '" + ob.payload + "' is not JSON");
       }
     } else {
-      value_.append(payload_col->value);
+      s.value.append(p.value);  // a number, boolean, or (message form) an embedded document
     }
-    value = value_;
   }
 
-  headers_[0] = Header{"id", id_};
-  records_[0] =
-      Record{topic_, std::string_view(key_), value, std::span<const Header>(headers_.data(), 1), 0};
-  return std::span<const Record>(records_.data(), 1);
+  s.timestamp_ms = commit_ts_ms_;
+  if (f.timestamp != nullptr && !f.timestamp->is_null()) {
+    scratch_.clear();
+    if (append_text(scratch_, f.timestamp->value)) {
+      if (auto ms = parse_commit_timestamp_ms(scratch_)) s.timestamp_ms = *ms;
+    }
+  }
+  auto add_header = [&](std::string_view name, const decoder::Column* col) {
+    if (col == nullptr || col->is_null()) return;
+    s.header_names.push_back(name);
+    s.header_values.emplace_back();
+    append_text(s.header_values.back(), col->value);
+  };
+  if (ob.event_type) add_header("eventType", f.event_type);
+  for (const auto& a : ob.additional) add_header(a.header, find_column(cols, a.column));
+  if (ob.payload_digest && s.has_value) {
+    s.header_names.push_back("payload_digest");
+    s.header_values.emplace_back();
+    append_sha256_hex(s.header_values.back(), {}, s.value);
+  }
+  return {};
+}
+
+std::expected<void, MappingError> EventRouter::route_message(const decoder::Change& c) {
+  const config::MessageOutboxConfig* mo = nullptr;
+  for (const auto& m : messages_) {
+    if (m.prefix == c.prefix) mo = &m;
+  }
+  if (mo == nullptr) return {};  // other prefixes (and walrelay's own heartbeats) are skipped
+  const std::string where = "message outbox '" + mo->prefix + "' at LSN " + c.lsn.to_string();
+  // The content is a JSON object whose top-level fields are named like the outbox columns.
+  namespace od = simdjson::ondemand;
+  static thread_local od::parser parser;
+  message_buffer_.assign(c.content);
+  message_buffer_.append(simdjson::SIMDJSON_PADDING, '\0');
+  message_fields_.clear();
+  od::document doc;
+  od::object obj;
+  if (parser.iterate(message_buffer_.data(), c.content.size(), message_buffer_.size()).get(doc) ||
+      doc.get_object().get(obj)) {
+    return std::unexpected(MappingError{where + ": content is not a JSON object"});
+  }
+  for (auto field : obj) {
+    std::string_view key;
+    od::value v;
+    if (field.unescaped_key().get(key) || field.value().get(v)) {
+      return std::unexpected(MappingError{where + ": content is not valid JSON"});
+    }
+    decoder::Column col;
+    col.name = key;
+    od::json_type t;
+    if (v.type().get(t))
+      return std::unexpected(MappingError{where + ": content is not valid JSON"});
+    std::string_view raw;
+    if (t == od::json_type::object) {
+      od::object o;
+      if (v.get_object().get(o) || o.raw_json().get(raw)) {
+        return std::unexpected(MappingError{where + ": content is not valid JSON"});
+      }
+      col.type_oid = oid::kJson;
+    } else if (t == od::json_type::array) {
+      od::array a;
+      if (v.get_array().get(a) || a.raw_json().get(raw)) {
+        return std::unexpected(MappingError{where + ": content is not valid JSON"});
+      }
+      col.type_oid = oid::kJson;
+    } else {
+      raw = v.raw_json_token();
+      col.type_oid = t == od::json_type::string ? oid::kText : 0;
+    }
+    while (!raw.empty() &&
+           (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\t' || raw.back() == '\r')) {
+      raw.remove_suffix(1);
+    }
+    col.value = raw;
+    message_fields_.push_back(col);
+  }
+  if (!at_document_end(doc)) {
+    return std::unexpected(MappingError{where + ": content is not valid JSON"});
+  }
+  return emit_outbox(mo->outbox, message_fields_, where);
 }
 
 }  // namespace walrelay::router

@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 #include <csignal>
+#include <map>
 
 #include "walrelay/decoder/plugin_options.hpp"
 
@@ -123,15 +124,23 @@ bool Connector::prepare() {
   tracker_.set_confirmed(start_lsn_);
   last_sent_flush_ = start_lsn_;
 
+  catalog_ =
+      std::make_unique<Catalog>(cfg_.source.conninfo, "walrelay-catalog-" + cfg_.name, types_);
+  if (auto connected = catalog_->connect(); !connected) {
+    spdlog::error("{}", connected.error());
+    return false;
+  }
   router_ = std::make_unique<router::EventRouter>(
-      router::RouterSettings{cfg_.name, cfg_.topics.prefix, system_.dbname, version_string()},
-      cfg_.tables);
+      router::RouterSettings{cfg_.name, cfg_.topics.prefix, system_.dbname, version_string(),
+                             cfg_.events},
+      cfg_, catalog_.get(), types_);
 
-  // Look the configured tables up: name them in the summary and warn about tables whose
-  // UPDATE/DELETE wal2json would drop silently (shared/cases/README.md item 4).
+  // Look the configured tables up: name them in the summary, detect topic collisions, and warn
+  // about tables whose UPDATE/DELETE wal2json would drop silently (shared/cases/README.md item 4).
   std::vector<decoder::TableFilter> filters;
   bool filter_on_server = true;
-  std::vector<std::string> routes;  // "schema.table → topic" for the start-up summary
+  std::vector<std::string> routes;            // "schema.table → topic" for the summary
+  std::map<std::string, std::string> topics;  // topic → the table publishing to it
   for (const auto& tc : cfg_.tables) {
     if (has_partial_glob(tc.schema_pattern) || has_partial_glob(tc.table_pattern)) {
       filter_on_server = false;  // wal2json's add-tables only knows a whole `*`
@@ -140,7 +149,7 @@ bool Connector::prepare() {
     auto rows = stream_.query(
         "SELECT n.nspname, c.relname, c.relreplident, "
         "EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary "
-        "AND i.indimmediate) "
+        "AND i.indimmediate), c.relkind "
         "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
         "WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition "
         "AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
@@ -158,19 +167,36 @@ bool Connector::prepare() {
     for (const auto& r : *rows) {
       const std::string schema = r[0].value_or("");
       const std::string table = r[1].value_or("");
+      if (r[4].value_or("r") == "p") {
+        // wal2json reports a partitioned table's changes under its leaves' names (shared/cases/
+        // README.md item 10): filtering by the root's name on the server would match nothing.
+        filter_on_server = false;
+      }
       const auto role = router_->role_of(schema, table);
       if (role == router::TableRole::kOutbox) {
-        for (const auto& tc2 : cfg_.tables) {
-          if (tc2.outbox && config::glob_match(tc2.schema_pattern, schema) &&
-              config::glob_match(tc2.table_pattern, table)) {
-            routes.push_back(schema + "." + table + " (outbox) → " + tc2.outbox->topic);
-            break;
-          }
-        }
+        routes.push_back(schema + "." + table + " (outbox)");
         continue;
       }
-      if (role != router::TableRole::kRowChange) continue;  // an earlier entry excluded it
-      routes.push_back(schema + "." + table + " → " + router_->row_topic(schema, table));
+      if (role != router::TableRole::kRowChange) continue;  // excluded
+      const std::string topic = router_->topic_of(schema, table);
+      const std::string qualified = schema + "." + table;
+      routes.push_back(qualified + " → " + topic);
+      if (topic.size() > 249) {
+        spdlog::error(
+            "table {} maps to topic '{}', longer than Kafka's 249 characters; set a "
+            "shorter `topic` for it",
+            qualified, topic);
+        prepare_exit_ = ExitCode::kConfigError;
+        return false;
+      }
+      if (auto [it, inserted] = topics.emplace(topic, qualified); !inserted) {
+        spdlog::error(
+            "tables {} and {} would both publish to topic '{}' (names are mapped to "
+            "Kafka's [A-Za-z0-9._-]); give one of them its own `topic`",
+            it->second, qualified, topic);
+        prepare_exit_ = ExitCode::kConfigError;
+        return false;
+      }
       const std::string ident = r[2].value_or("d");
       const bool has_pk = r[3].value_or("f") == "t";
       if (ident == "n") {
@@ -189,12 +215,14 @@ bool Connector::prepare() {
     }
   }
   if (!filter_on_server) {
-    filters.clear();
     spdlog::info(
-        "a tables pattern uses a partial glob: filtering tables in walrelay instead of "
-        "wal2json's add-tables");
+        "a tables pattern uses a partial glob or matches a partitioned table: filtering tables "
+        "in walrelay instead of wal2json's add-tables");
   }
-  plugin_options_ = decoder::wal2json_options(filters);
+  std::vector<std::string> prefixes;
+  for (const auto& m : cfg_.messages) prefixes.push_back(m.prefix);
+  plugin_options_ =
+      decoder::wal2json_options(filter_on_server ? std::optional(filters) : std::nullopt, prefixes);
   std::string summary;
   for (const auto& r : routes) summary += (summary.empty() ? "" : ", ") + r;
   spdlog::info("tables ({}): {}", routes.size(), summary.empty() ? "none yet" : summary);
@@ -205,7 +233,7 @@ ExitCode Connector::run() {
   spdlog::info("walrelay {} starting connector '{}'", version_string(), cfg_.name);
   if (!prepare()) {
     stream_.close();
-    return ExitCode::kRuntimeError;
+    return prepare_exit_;
   }
   try {
     producer_ = std::make_unique<sink::KafkaProducer>(
@@ -277,8 +305,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
       }
       tracker_.begin(c.next_lsn);
       in_txn_ = true;
-      txn_ = router::TxnInfo{c.xid, c.lsn,
-                             router::parse_commit_timestamp_ms(c.timestamp).value_or(0), 0};
+      router_->begin(c.xid, c.lsn, router::parse_commit_timestamp_ms(c.timestamp).value_or(0));
       return;
     }
     case Action::kCommit:
@@ -286,8 +313,11 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
         fail_mapping("wal2json sent COMMIT outside a transaction at LSN " + c.lsn.to_string());
         return;
       }
-      tracker_.commit();
-      in_txn_ = false;
+      pending_ = router_->commit();
+      pending_next_ = 0;
+      pending_after_ = AfterPublish::kCommit;
+      pending_lsn_ = c.lsn;
+      publish_pending();
       return;
     default:
       break;
@@ -295,11 +325,8 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   // A non-transactional logical message arrives outside any B/C pair (shared/cases/README.md
   // item 8): track it as its own unit, confirmed at the end of its record.
   const bool standalone = !in_txn_;
-  if (standalone) {
-    tracker_.begin(c.lsn);
-    txn_ = router::TxnInfo{0, c.lsn, 0, 0};
-  }
-  auto routed = router_->route(c, txn_);
+  if (standalone) tracker_.begin(c.lsn);
+  auto routed = router_->route(c);
   if (!routed) {
     fail_mapping(routed.error().reason + " (xid " + std::to_string(c.xid) + ", LSN " +
                  c.lsn.to_string() + ")");
@@ -307,7 +334,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   }
   pending_ = *routed;
   pending_next_ = 0;
-  pending_standalone_ = standalone;
+  pending_after_ = standalone ? AfterPublish::kStandalone : AfterPublish::kChange;
   pending_lsn_ = c.lsn;
   if (!publish_pending()) return;
   apply_backpressure();
@@ -342,8 +369,17 @@ bool Connector::publish_pending() {
   }
   pending_ = {};
   pending_next_ = 0;
-  ++txn_.position;
-  if (pending_standalone_) tracker_.commit();
+  switch (pending_after_) {
+    case AfterPublish::kChange:
+      break;
+    case AfterPublish::kStandalone:
+      tracker_.commit();
+      break;
+    case AfterPublish::kCommit:
+      tracker_.commit();
+      in_txn_ = false;
+      break;
+  }
   return true;
 }
 

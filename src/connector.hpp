@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "catalog.hpp"
 #include "exit_code.hpp"
 #include "replication/replication_stream.hpp"
 #include "walrelay/config/config.hpp"
@@ -49,6 +50,8 @@ class Connector {
   config::Config cfg_;
   replication::ReplicationStream stream_;
   decoder::Wal2JsonDecoder decoder_;
+  router::TypeRegistry types_;
+  std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<router::EventRouter> router_;
   std::unique_ptr<sink::KafkaProducer> producer_;
   sink::AckTracker tracker_;
@@ -61,14 +64,16 @@ class Connector {
   Lsn received_lsn_;    // newest WAL position received (write LSN)
   Lsn server_wal_end_;  // newest server WAL end seen in a keepalive
   Lsn last_sent_flush_;
-  router::TxnInfo txn_;
-  std::span<const Record> pending_;  // records of the current change not yet handed to Kafka
+  // Records of the current change (or COMMIT) not yet handed to Kafka, and what completes it.
+  enum class AfterPublish : std::uint8_t { kChange, kStandalone, kCommit };
+  std::span<const Record> pending_;
   std::size_t pending_next_ = 0;
-  bool pending_standalone_ = false;
+  AfterPublish pending_after_ = AfterPublish::kChange;
   Lsn pending_lsn_;
   bool in_txn_ = false;
   bool stopping_ = false;
   std::optional<ExitCode> exit_code_;
+  ExitCode prepare_exit_ = ExitCode::kRuntimeError;
 
   std::uint64_t events_total_ = 0;
   std::uint64_t events_at_last_progress_ = 0;

@@ -188,7 +188,9 @@ TEST(Decoder, ReusedBuffersDoNotLeakPreviousLine) {
 }
 
 TEST(PluginOptions, AsksForFormat2WithOidsAndAddTables) {
-  auto opts = walrelay::decoder::wal2json_options({{"public", "invoices"}, {"my schema", "*"}});
+  auto opts = walrelay::decoder::wal2json_options(
+      std::vector<walrelay::decoder::TableFilter>{{"public", "invoices"}, {"my schema", "*"}},
+      {"outbox", "audit"});
   auto find = [&](const std::string& k) -> std::string {
     for (auto& [name, value] : opts) {
       if (name == k) return value;
@@ -204,7 +206,16 @@ TEST(PluginOptions, AsksForFormat2WithOidsAndAddTables) {
   EXPECT_EQ(find("include-transaction"), "1");
   EXPECT_EQ(find("add-tables"), "public.invoices,my\\ schema.*");
   EXPECT_EQ(walrelay::decoder::escape_add_tables_name("a.b,c*'d"), "a\\.b\\,c\\*\\'d");
+  EXPECT_EQ(find("add-msg-prefixes"), "walrelay,outbox,audit");
   EXPECT_EQ(find("nonexistent"), "<absent>");
-  auto none = walrelay::decoder::wal2json_options({});
-  for (auto& [name, value] : none) EXPECT_NE(name, "add-tables");
+  auto unfiltered = walrelay::decoder::wal2json_options(std::nullopt);
+  for (auto& [name, value] : unfiltered) {
+    EXPECT_NE(name, "add-tables");
+    EXPECT_NE(name, "filter-tables");
+  }
+  auto no_tables =
+      walrelay::decoder::wal2json_options(std::vector<walrelay::decoder::TableFilter>{}, {"o"});
+  bool filters_all = false;
+  for (auto& [name, value] : no_tables) filters_all |= name == "filter-tables" && value == "*.*";
+  EXPECT_TRUE(filters_all);
 }

@@ -1,16 +1,23 @@
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "walrelay/decoder/wal2json_decoder.hpp"
 #include "walrelay/router/event_router.hpp"
 
 using walrelay::Lsn;
 using walrelay::Record;
+using walrelay::config::Config;
+using walrelay::config::MessageOutboxConfig;
 using walrelay::config::OutboxConfig;
 using walrelay::config::TableConfig;
 using walrelay::decoder::Wal2JsonDecoder;
+using walrelay::router::ColumnInfo;
 using walrelay::router::EventRouter;
+using walrelay::router::SchemaProvider;
 using walrelay::router::TableRole;
-using walrelay::router::TxnInfo;
+using walrelay::router::TableSchema;
+using walrelay::router::TypeRegistry;
 
 namespace {
 
@@ -22,171 +29,465 @@ TableConfig table(std::string schema, std::string name) {
   return t;
 }
 
-EventRouter make_router() {
-  auto outbox = table("public", "event_outbox");
-  outbox.outbox = OutboxConfig{"event_id", "subscription_id", "event_type", "payload",
-                               "outbox.event.{aggregate_type}"};
-  return EventRouter({"billing", "billing", "app", "0.1.0"},
-                     {table("public", "invoices"), outbox, table("audit", "*")});
+OutboxConfig billing_outbox() {
+  OutboxConfig o;
+  o.event_id = "event_id";
+  o.aggregate_id = "subscription_id";
+  o.aggregate_type = "event_type";
+  o.payload = "payload";
+  return o;
 }
 
-const TxnInfo kTxn{1031, *Lsn::parse("0/26B3D938"), 1796005277104, 3};
+Config base_config() {
+  Config cfg;
+  cfg.name = "billing";
+  cfg.topics.prefix = "billing";
+  auto outbox = table("public", "event_outbox");
+  outbox.outbox = billing_outbox();
+  cfg.tables = {table("public", "invoices"), outbox, table("audit", "*")};
+  return cfg;
+}
 
-struct Routed {
-  std::vector<std::string> topics, keys, values, ids;
-  std::vector<bool> null_key, null_value;
+// A catalog stand-in: table shapes given by the test.
+struct FakeSchemas : SchemaProvider {
+  std::map<std::string, TableSchema> tables;
+  int refreshes = 0;
+  const TableSchema* table(std::string_view schema, std::string_view name, bool refresh) override {
+    if (refresh) ++refreshes;
+    auto it = tables.find(std::string(schema) + "." + std::string(name));
+    return it == tables.end() ? nullptr : &it->second;
+  }
 };
 
-Routed route(EventRouter& r, const std::string& line) {
-  static Wal2JsonDecoder d;
-  auto c = d.decode(line);
-  EXPECT_TRUE(c) << (c ? "" : c.error().reason);
-  Routed out;
-  if (!c) return out;
-  auto recs = r.route(**c, kTxn);
-  EXPECT_TRUE(recs) << (recs ? "" : recs.error().reason);
-  if (!recs) return out;
-  for (const Record& rec : *recs) {
-    out.topics.emplace_back(rec.topic);
-    out.null_key.push_back(!rec.key);
-    out.keys.emplace_back(rec.key.value_or(""));
-    out.null_value.push_back(!rec.value);
-    out.values.emplace_back(rec.value.value_or(""));
-    for (const auto& h : rec.headers) {
-      if (h.name == "id") out.ids.emplace_back(h.value);
-    }
+struct Out {
+  std::string topic;
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  std::map<std::string, std::string> headers;
+  std::int64_t timestamp_ms = 0;
+};
+
+struct Harness {
+  Config cfg = base_config();
+  TypeRegistry types;
+  FakeSchemas schemas;
+  std::unique_ptr<EventRouter> router;
+  Wal2JsonDecoder decoder;
+
+  void build() {
+    walrelay::router::RouterSettings s{"billing", "billing", "app", "0.1.0", cfg.events};
+    router = std::make_unique<EventRouter>(s, cfg, &schemas, types);
+    router->begin(1031, *Lsn::parse("0/26B3D938"), 1795997677104);
   }
-  return out;
+
+  static std::vector<Out> copy(std::span<const Record> recs) {
+    std::vector<Out> out;
+    for (const Record& r : recs) {
+      Out o;
+      o.topic = r.topic;
+      if (r.key) o.key = std::string(*r.key);
+      if (r.value) o.value = std::string(*r.value);
+      for (const auto& h : r.headers) o.headers[std::string(h.name)] = std::string(h.value);
+      o.timestamp_ms = r.timestamp_ms;
+      out.push_back(std::move(o));
+    }
+    return out;
+  }
+
+  std::vector<Out> route(const std::string& line) {
+    if (!router) build();
+    auto c = decoder.decode(line);
+    EXPECT_TRUE(c) << (c ? "" : c.error().reason);
+    if (!c) return {};
+    auto recs = router->route(**c);
+    EXPECT_TRUE(recs) << (recs ? "" : recs.error().reason);
+    if (!recs) return {};
+    return copy(*recs);
+  }
+
+  std::string route_error(const std::string& line) {
+    if (!router) build();
+    auto c = decoder.decode(line);
+    EXPECT_TRUE(c);
+    auto recs = router->route(**c);
+    EXPECT_FALSE(recs);
+    return recs ? "" : recs.error().reason;
+  }
+};
+
+bool has(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
 }
+
+constexpr const char* kInsert =
+    R"({"action":"I","xid":1031,"lsn":"0/26B3DA48","schema":"public","table":"invoices","columns":[{"name":"b","typeoid":23,"value":2},{"name":"amount","typeoid":1700,"value":12345678901234567890.123456789},{"name":"a","typeoid":25,"value":"x"}],"pk":[{"name":"a","typeoid":25},{"name":"b","typeoid":23}]})";
 
 }  // namespace
 
 TEST(Router, InsertBecomesCreateEventKeyedByPrimaryKeyInColumnOrder) {
-  auto r = make_router();
-  auto out = route(
-      r,
-      R"({"action":"I","xid":1031,"lsn":"0/26B3D838","schema":"public","table":"invoices","columns":[{"name":"b","typeoid":23,"value":2},{"name":"amount","typeoid":1700,"value":12345678901234567890.123456789},{"name":"a","typeoid":25,"value":"x"}],"pk":[{"name":"a","typeoid":25},{"name":"b","typeoid":23}]})");
-  ASSERT_EQ(out.topics.size(), 1u);
-  EXPECT_EQ(out.topics[0], "billing.public.invoices");
-  // Column order (b before a), as Debezium builds the key, not the pk list's order.
-  EXPECT_EQ(out.keys[0], R"({"b":2,"a":"x"})");
-  const std::string& v = out.values[0];
+  Harness h;
+  auto out = h.route(kInsert);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].topic, "billing.public.invoices");
+  EXPECT_EQ(out[0].key, R"({"b":2,"a":"x"})");
+  // numeric keeps its digits, as a string in the native value format.
   EXPECT_EQ(
-      v.rfind(
-          R"({"before":null,"after":{"b":2,"amount":12345678901234567890.123456789,"a":"x"},"source":{)",
+      out[0].value->rfind(
+          R"({"before":null,"after":{"b":2,"amount":"12345678901234567890.123456789","a":"x"},"source":{)",
           0),
       0u)
-      << v;
-  EXPECT_NE(
-      v.find(
-          R"("connector":"postgresql","name":"billing","ts_ms":1796005277104,"snapshot":"false","db":"app","schema":"public","table":"invoices","txId":1031,"lsn":649320504,"xmin":null},"op":"c","ts_ms":)"),
-      std::string::npos)
-      << v;
-  EXPECT_EQ(out.ids[0], "0/26B3D938:3");
+      << *out[0].value;
+  EXPECT_TRUE(has(
+      *out[0].value,
+      R"("connector":"postgresql","name":"billing","ts_ms":1795997677104,"snapshot":"false","db":"app","sequence":"[null,\"649321032\"]","schema":"public","table":"invoices","txId":1031,"lsn":649321032,"xmin":null},"op":"c","ts_ms":)"))
+      << *out[0].value;
+  EXPECT_EQ(out[0].headers["id"], "0/26B3D938:0");
+  EXPECT_EQ(out[0].timestamp_ms, 1795997677104);
 }
 
-TEST(Router, UpdateAndDeleteCarryIdentityAsBefore) {
-  auto r = make_router();
-  auto u = route(
-      r,
+TEST(Router, EventIdsCountRecordsOfTheTransactionAndRepeatOnReplay) {
+  Harness h;
+  EXPECT_EQ(h.route(kInsert)[0].headers["id"], "0/26B3D938:0");
+  EXPECT_EQ(h.route(kInsert)[0].headers["id"], "0/26B3D938:1");
+  h.router->commit();
+  h.router->begin(1031, *Lsn::parse("0/26B3D938"), 1795997677104);  // the same WAL again
+  EXPECT_EQ(h.route(kInsert)[0].headers["id"], "0/26B3D938:0");
+}
+
+TEST(Router, UpdateCarriesKeyOnlyBeforeUnderDefaultIdentity) {
+  Harness h;
+  auto u = h.route(
       R"({"action":"U","xid":5,"lsn":"0/10","schema":"public","table":"invoices","columns":[{"name":"id","typeoid":23,"value":7},{"name":"n","typeoid":25,"value":"new"}],"identity":[{"name":"id","typeoid":23,"value":7}],"pk":[{"name":"id","typeoid":23}]})");
-  ASSERT_EQ(u.values.size(), 1u);
-  EXPECT_EQ(u.keys[0], R"({"id":7})");
-  EXPECT_EQ(u.values[0].rfind(R"({"before":{"id":7},"after":{"id":7,"n":"new"},)", 0), 0u);
-  EXPECT_NE(u.values[0].find(R"("op":"u")"), std::string::npos);
-
-  auto d = route(
-      r,
-      R"({"action":"D","xid":5,"lsn":"0/10","schema":"public","table":"invoices","identity":[{"name":"id","typeoid":23,"value":7}],"pk":[{"name":"id","typeoid":23}]})");
-  ASSERT_EQ(d.values.size(), 1u);
-  EXPECT_EQ(d.keys[0], R"({"id":7})");
-  EXPECT_EQ(d.values[0].rfind(R"({"before":{"id":7},"after":null,)", 0), 0u);
-  EXPECT_NE(d.values[0].find(R"("op":"d")"), std::string::npos);
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0].key, R"({"id":7})");
+  EXPECT_EQ(u[0].value->rfind(R"({"before":{"id":7},"after":{"id":7,"n":"new"},)", 0), 0u);
+  EXPECT_TRUE(has(*u[0].value, R"("op":"u")"));
 }
 
-TEST(Router, TableWithoutPrimaryKeyGetsNullKey) {
-  auto r = make_router();
-  auto out = route(
-      r,
-      R"({"action":"I","xid":5,"lsn":"0/10","schema":"audit","table":"log","columns":[{"name":"msg","typeoid":25,"value":"hi"}]})");
-  ASSERT_EQ(out.topics.size(), 1u);
-  EXPECT_EQ(out.topics[0], "billing.audit.log");
-  EXPECT_TRUE(out.null_key[0]);
+TEST(Router, DeleteIsFollowedByATombstoneUnlessDisabled) {
+  const std::string del =
+      R"({"action":"D","xid":5,"lsn":"0/10","schema":"public","table":"invoices","identity":[{"name":"id","typeoid":23,"value":7}],"pk":[{"name":"id","typeoid":23}]})";
+  Harness h;
+  auto d = h.route(del);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].key, R"({"id":7})");
+  EXPECT_EQ(d[0].value->rfind(R"({"before":{"id":7},"after":null,)", 0), 0u);
+  EXPECT_TRUE(has(*d[0].value, R"("op":"d")"));
+  EXPECT_EQ(d[1].topic, "billing.public.invoices");
+  EXPECT_EQ(d[1].key, R"({"id":7})");
+  EXPECT_FALSE(d[1].value.has_value());
+  EXPECT_NE(d[0].headers["id"], d[1].headers["id"]);
+
+  Harness off;
+  off.cfg.events.tombstones_on_delete = false;
+  EXPECT_EQ(off.route(del).size(), 1u);
+  Harness per_table;
+  per_table.cfg.tables[0].tombstones_on_delete = false;
+  EXPECT_EQ(per_table.route(del).size(), 1u);
 }
 
-TEST(Router, UnconfiguredTablesAndTruncateProduceNothing) {
-  auto r = make_router();
+// shared/cases/BUG-11.md: a key change is a delete of the old key (+ tombstone) and a create.
+TEST(Router, PrimaryKeyChangeBecomesDeleteTombstoneCreate) {
+  Harness h;
+  auto out = h.route(
+      R"({"action":"U","xid":5,"lsn":"0/10","schema":"public","table":"invoices","columns":[{"name":"region","typeoid":25,"value":"eu"},{"name":"no","typeoid":23,"value":10},{"name":"v","typeoid":25,"value":"x"}],"identity":[{"name":"region","typeoid":25,"value":"eu"},{"name":"no","typeoid":23,"value":1}],"pk":[{"name":"region","typeoid":25},{"name":"no","typeoid":23}]})");
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].key, R"({"region":"eu","no":1})");
+  EXPECT_TRUE(has(*out[0].value, R"("op":"d")"));
+  EXPECT_EQ(out[0].value->rfind(R"({"before":{"region":"eu","no":1},"after":null)", 0), 0u);
+  EXPECT_EQ(out[1].key, R"({"region":"eu","no":1})");
+  EXPECT_FALSE(out[1].value.has_value());
+  EXPECT_EQ(out[2].key, R"({"region":"eu","no":10})");
+  EXPECT_EQ(out[2].value->rfind(R"({"before":null,"after":{"region":"eu","no":10,"v":"x"})", 0),
+            0u);
+  EXPECT_TRUE(has(*out[2].value, R"("op":"c")"));
+}
+
+TEST(Router, TruncateIsOffByDefaultAndAnEventWhenEnabled) {
+  const std::string t =
+      R"({"action":"T","xid":5,"lsn":"0/10","schema":"public","table":"invoices"})";
+  Harness h;
+  EXPECT_TRUE(h.route(t).empty());
+  Harness on;
+  on.cfg.events.operations.truncate = true;
+  auto out = on.route(t);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FALSE(out[0].key.has_value());
+  EXPECT_EQ(out[0].value->rfind(R"({"before":null,"after":null,)", 0), 0u);
+  EXPECT_TRUE(has(*out[0].value, R"("op":"t")"));
+}
+
+TEST(Router, OperationsFilterPerTable) {
+  Harness h;
+  walrelay::config::Operations only_deletes;
+  only_deletes.create = false;
+  only_deletes.update = false;
+  h.cfg.tables[0].operations = only_deletes;
+  EXPECT_TRUE(h.route(kInsert).empty());
+}
+
+TEST(Router, TableWithoutPrimaryKeyGetsNullKeyOrConfiguredKeyColumns) {
+  const std::string line =
+      R"({"action":"I","xid":5,"lsn":"0/10","schema":"audit","table":"log","columns":[{"name":"at","typeoid":25,"value":"t1"},{"name":"msg","typeoid":25,"value":"hi"}]})";
+  Harness h;
+  auto out = h.route(line);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].topic, "billing.audit.log");
+  EXPECT_FALSE(out[0].key.has_value());
+  Harness keyed;
+  keyed.cfg.tables[2].key_columns = {"msg"};
+  EXPECT_EQ(keyed.route(line)[0].key, R"({"msg":"hi"})");
+}
+
+TEST(Router, ExcludedAndMaskedColumns) {
+  Harness h;
+  h.cfg.events.mask_salt = "pepper";
+  h.cfg.tables[0].exclude_columns = {"secret"};
+  h.cfg.tables[0].mask_columns = {"email"};
+  auto out = h.route(
+      R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"invoices","columns":[{"name":"id","typeoid":23,"value":1},{"name":"secret","typeoid":25,"value":"s"},{"name":"email","typeoid":25,"value":"alice@example.com"}],"pk":[{"name":"id","typeoid":23}]})");
+  ASSERT_EQ(out.size(), 1u);
+  // sha256("pepper" + "alice@example.com"), computed independently.
+  EXPECT_EQ(
+      out[0].value->rfind(
+          R"({"before":null,"after":{"id":1,"email":"8b8d9adc4875c0dca816e3e17b7ac87b45e40945b731fa02e3b42bf101589e21"})",
+          0),
+      0u)
+      << *out[0].value;
+}
+
+TEST(Router, ExcludeListAndTopicTemplate) {
+  Harness h;
+  TableConfig ex = table("audit", "private_*");
+  h.cfg.exclude = {ex};
+  h.cfg.tables[2].topic = "{prefix}.audit-{table}";
+  h.build();
+  EXPECT_EQ(h.router->role_of("audit", "private_notes"), TableRole::kIgnored);
+  EXPECT_EQ(h.router->role_of("public", "other"), TableRole::kIgnored);
+  EXPECT_EQ(h.router->role_of("public", "event_outbox"), TableRole::kOutbox);
+  EXPECT_EQ(h.router->topic_of("audit", "log"), "billing.audit-log");
+  EXPECT_EQ(h.router->topic_of("audit", "Tä\"ble x"), "billing.audit-T___ble_x");
+}
+
+// shared/cases/BUG-09.md: an unchanged TOASTed column is never published as null.
+TEST(Router, UnchangedToastColumnGetsPlaceholderOrOldValue) {
+  Harness h;
+  TableSchema ts;
+  ts.schema = "public";
+  ts.table = "invoices";
+  ts.root_schema = "public";
+  ts.root_table = "invoices";
+  ts.columns = {ColumnInfo{"id", 23, -1, true, false}, ColumnInfo{"title", 25, -1, false, true},
+                ColumnInfo{"body", 25, -1, false, true}};
+  ts.primary_key = {"id"};
+  h.schemas.tables["public.invoices"] = ts;
+  auto out = h.route(
+      R"({"action":"U","xid":5,"lsn":"0/10","schema":"public","table":"invoices","columns":[{"name":"id","typeoid":23,"value":1},{"name":"title","typeoid":25,"value":"second"}],"identity":[{"name":"id","typeoid":23,"value":1}],"pk":[{"name":"id","typeoid":23}]})");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(has(*out[0].value,
+                  R"("after":{"id":1,"title":"second","body":"__debezium_unavailable_value"})"))
+      << *out[0].value;
+
+  // REPLICA IDENTITY FULL: the old row carries the value.
+  auto full = h.route(
+      R"({"action":"U","xid":5,"lsn":"0/10","schema":"public","table":"invoices","columns":[{"name":"id","typeoid":23,"value":1},{"name":"title","typeoid":25,"value":"second"}],"identity":[{"name":"id","typeoid":23,"value":1},{"name":"title","typeoid":25,"value":"first"},{"name":"body","typeoid":25,"value":"long body"}],"pk":[{"name":"id","typeoid":23}]})");
+  EXPECT_TRUE(has(*full[0].value, R"("after":{"id":1,"title":"second","body":"long body"})"))
+      << *full[0].value;
+  // A real NULL stays null.
+  auto null_body = h.route(
+      R"({"action":"U","xid":5,"lsn":"0/10","schema":"public","table":"invoices","columns":[{"name":"id","typeoid":23,"value":1},{"name":"title","typeoid":25,"value":"t"},{"name":"body","typeoid":25,"value":null}],"identity":[{"name":"id","typeoid":23,"value":1}],"pk":[{"name":"id","typeoid":23}]})");
+  EXPECT_TRUE(has(*null_body[0].value, R"("after":{"id":1,"title":"t","body":null})"));
+}
+
+TEST(Router, NewColumnRefreshesTheCatalog) {
+  Harness h;
+  TableSchema ts;
+  ts.schema = ts.root_schema = "public";
+  ts.table = ts.root_table = "invoices";
+  ts.columns = {ColumnInfo{"id", 23, -1, true, false}};
+  h.schemas.tables["public.invoices"] = ts;
+  h.route(
+      R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"invoices","columns":[{"name":"id","typeoid":23,"value":1},{"name":"added","typeoid":25,"value":"x"}]})");
+  EXPECT_EQ(h.schemas.refreshes, 1);
+}
+
+// shared/cases/BUG-24.md: a leaf partition's changes go to the root's topic.
+TEST(Router, LeafPartitionRoutesToRoot) {
+  Harness h;
+  h.cfg.tables = {table("public", "order_event")};
+  TableSchema leaf;
+  leaf.schema = "public";
+  leaf.table = "order_event_2024_01";
+  leaf.root_schema = "public";
+  leaf.root_table = "order_event";
+  leaf.columns = {ColumnInfo{"order_id", 23, -1, true, false}};
+  h.schemas.tables["public.order_event_2024_01"] = leaf;
+  auto out = h.route(
+      R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"order_event_2024_01","columns":[{"name":"order_id","typeoid":23,"value":1}],"pk":[{"name":"order_id","typeoid":23}]})");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].topic, "billing.public.order_event");
+  EXPECT_TRUE(has(*out[0].value, R"("schema":"public","table":"order_event")"));
+  Harness leaves;
+  leaves.cfg.tables = {table("public", "order_event")};
+  leaves.cfg.events.partitions = "leaf";
+  leaves.schemas.tables["public.order_event_2024_01"] = leaf;
+  EXPECT_EQ(
+      leaves
+          .route(
+              R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"order_event_2024_01","columns":[{"name":"order_id","typeoid":23,"value":1}]})")
+              [0]
+          .topic,
+      "billing.public.order_event_2024_01");
+}
+
+TEST(Router, TransactionMetadataBeginEventsEnd) {
+  Harness h;
+  h.cfg.events.transaction_metadata = true;
+  auto first = h.route(kInsert);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].topic, "billing.transaction");
+  EXPECT_EQ(first[0].key, R"({"id":"1031:649320760"})");
+  EXPECT_EQ(
+      *first[0].value,
+      R"({"status":"BEGIN","id":"1031:649320760","event_count":null,"data_collections":null,"ts_ms":1795997677104})");
   EXPECT_TRUE(
-      route(
-          r,
-          R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"other","columns":[{"name":"id","typeoid":23,"value":1}]})")
-          .topics.empty());
-  EXPECT_TRUE(
-      route(r, R"({"action":"T","xid":5,"lsn":"0/10","schema":"public","table":"invoices"})")
-          .topics.empty());
-  EXPECT_EQ(r.role_of("public", "other"), TableRole::kIgnored);
-  EXPECT_EQ(r.role_of("audit", "anything"), TableRole::kRowChange);
-  EXPECT_EQ(r.role_of("public", "event_outbox"), TableRole::kOutbox);
+      has(*first[1].value,
+          R"("transaction":{"id":"1031:649320760","total_order":1,"data_collection_order":1})"));
+  auto second = h.route(kInsert);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_TRUE(has(*second[0].value, R"("total_order":2,"data_collection_order":2)"));
+  auto end = Harness::copy(h.router->commit());
+  ASSERT_EQ(end.size(), 1u);
+  EXPECT_EQ(
+      *end[0].value,
+      R"({"status":"END","id":"1031:649320760","event_count":2,"data_collections":[{"data_collection":"public.invoices","event_count":2}],"ts_ms":1795997677104})");
 }
 
-TEST(Router, TopicNamesOnlyUseCharactersKafkaAllows) {
-  auto r = make_router();
-  EXPECT_EQ(r.row_topic("my schema", "Tä\"ble"), "billing.my_schema.T___ble");
+TEST(Router, NoTransactionMetadataByDefault) {
+  Harness h;
+  h.route(kInsert);
+  EXPECT_TRUE(h.router->commit().empty());
 }
 
 constexpr const char* kOutboxInsert =
-    R"({"action":"I","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"outbox_id","typeoid":20,"value":1},{"name":"event_id","typeoid":2950,"value":"4d649ef9-aa45-4515-b3e2-da097296fe99"},{"name":"subscription_id","typeoid":2950,"value":"11111111-1111-1111-1111-111111111111"},{"name":"event_type","typeoid":25,"value":"InvoicePaid"},{"name":"payload","typeoid":3802,"value":"{\"a\": 1.50, \"s\": \"q\\\"x\"}"}],"pk":[{"name":"outbox_id","typeoid":20}]})";
+    R"({"action":"I","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"outbox_id","typeoid":20,"value":1},{"name":"event_id","typeoid":2950,"value":"4d649ef9-aa45-4515-b3e2-da097296fe99"},{"name":"subscription_id","typeoid":2950,"value":"11111111-1111-1111-1111-111111111111"},{"name":"event_type","typeoid":25,"value":"InvoicePaid"},{"name":"payload","typeoid":3802,"value":"{\"a\": 1.50, \"s\": \"q\\\"x\"}"},{"name":"tenant","typeoid":25,"value":"acme"},{"name":"created_at","typeoid":1184,"value":"2024-03-10 06:30:00.12+00"}],"pk":[{"name":"outbox_id","typeoid":20}]})";
 
 TEST(Router, OutboxInsertBecomesOneDomainEvent) {
-  auto r = make_router();
-  auto out = route(r, kOutboxInsert);
-  ASSERT_EQ(out.topics.size(), 1u);
-  EXPECT_EQ(out.topics[0], "outbox.event.InvoicePaid");
-  EXPECT_EQ(out.keys[0], "11111111-1111-1111-1111-111111111111");
+  Harness h;
+  auto out = h.route(kOutboxInsert);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].topic, "outbox.event.InvoicePaid");
+  EXPECT_EQ(out[0].key, "11111111-1111-1111-1111-111111111111");
   // The jsonb payload arrives as JSON, not as a JSON string holding JSON.
-  EXPECT_EQ(out.values[0], R"({"a": 1.50, "s": "q\"x"})");
-  EXPECT_EQ(out.ids[0], "4d649ef9-aa45-4515-b3e2-da097296fe99");
+  EXPECT_EQ(out[0].value, R"({"a": 1.50, "s": "q\"x"})");
+  EXPECT_EQ(out[0].headers["id"], "4d649ef9-aa45-4515-b3e2-da097296fe99");
+  EXPECT_EQ(out[0].headers.size(), 1u);
+  EXPECT_EQ(out[0].timestamp_ms, 1795997677104);  // commit time
+}
+
+TEST(Router, OutboxOptionsHeadersTimestampDigest) {
+  Harness h;
+  auto& ob = *h.cfg.tables[1].outbox;
+  ob.event_type = "event_type";
+  ob.timestamp = "created_at";
+  ob.additional = {{"tenant", "tenant"}, {"outbox_id", "outboxId"}};
+  ob.payload_digest = true;
+  ob.topic = "billing.{aggregate_type}.events";
+  auto out = h.route(kOutboxInsert);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].topic, "billing.InvoicePaid.events");
+  EXPECT_EQ(out[0].headers["eventType"], "InvoicePaid");
+  EXPECT_EQ(out[0].headers["tenant"], "acme");
+  EXPECT_EQ(out[0].headers["outboxId"], "1");
+  // sha256 of the value bytes, computed independently.
+  EXPECT_EQ(out[0].headers["payload_digest"],
+            "0dbd6cd6a1a4cdc67eca5241dc6212383641cfe03cd979fcaf7984b73748da30");
+  // 2024-03-10T06:30:00.12Z
+  EXPECT_EQ(out[0].timestamp_ms, 1710052200120);
 }
 
 TEST(Router, OutboxUpdateAndDeleteProduceNothing) {
-  auto r = make_router();
+  Harness h;
   EXPECT_TRUE(
-      route(
-          r,
-          R"({"action":"U","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"outbox_id","typeoid":20,"value":1}],"identity":[{"name":"outbox_id","typeoid":20,"value":1}],"pk":[{"name":"outbox_id","typeoid":20}]})")
-          .topics.empty());
+      h.route(
+           R"({"action":"U","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"outbox_id","typeoid":20,"value":1}],"identity":[{"name":"outbox_id","typeoid":20,"value":1}],"pk":[{"name":"outbox_id","typeoid":20}]})")
+          .empty());
   EXPECT_TRUE(
-      route(
-          r,
-          R"({"action":"D","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","identity":[{"name":"outbox_id","typeoid":20,"value":1}],"pk":[{"name":"outbox_id","typeoid":20}]})")
-          .topics.empty());
+      h.route(
+           R"({"action":"D","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","identity":[{"name":"outbox_id","typeoid":20,"value":1}],"pk":[{"name":"outbox_id","typeoid":20}]})")
+          .empty());
+}
+
+TEST(Router, OutboxPayloadKinds) {
+  auto line = [](const std::string& oid, const std::string& value) {
+    return R"({"action":"I","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"event_id","typeoid":25,"value":"e1"},{"name":"subscription_id","typeoid":25,"value":"s1"},{"name":"event_type","typeoid":25,"value":"T"},{"name":"payload","typeoid":)" +
+           oid + R"(,"value":)" + value + "}]}";
+  };
+  Harness h;
+  EXPECT_EQ(h.route(line("25", R"("{\"n\": 123456789012345678901234567890}")"))[0].value,
+            R"({"n": 123456789012345678901234567890})");
+  EXPECT_NE(h.route_error(line("25", R"("not json")")).find("not JSON"), std::string::npos);
+  EXPECT_EQ(h.route(line("17", R"("\\x00ff41")"))[0].value, std::string("\x00\xff\x41", 3));
+  EXPECT_NE(h.route_error(line("3802", "null")).find("NULL"), std::string::npos);
+  Harness tomb;
+  tomb.cfg.tables[1].outbox->tombstone_on_empty_payload = true;
+  auto t = tomb.route(line("3802", "null"));
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_FALSE(t[0].value.has_value());
+  EXPECT_EQ(t[0].key, "s1");
 }
 
 TEST(Router, OutboxRowThatCannotBeMappedIsAnError) {
-  auto r = make_router();
-  Wal2JsonDecoder d;
-  auto c = d.decode(
-      R"({"action":"I","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"event_id","typeoid":2950,"value":"4d649ef9-aa45-4515-b3e2-da097296fe99"},{"name":"subscription_id","typeoid":2950,"value":null},{"name":"event_type","typeoid":25,"value":"X"},{"name":"payload","typeoid":3802,"value":"{}"}]})");
-  ASSERT_TRUE(c);
-  auto recs = r.route(**c, kTxn);
-  ASSERT_FALSE(recs);
-  EXPECT_NE(recs.error().reason.find("subscription_id"), std::string::npos);
+  Harness h;
+  EXPECT_NE(
+      h.route_error(
+           R"({"action":"I","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"event_id","typeoid":2950,"value":"4d649ef9-aa45-4515-b3e2-da097296fe99"},{"name":"subscription_id","typeoid":2950,"value":null},{"name":"event_type","typeoid":25,"value":"X"},{"name":"payload","typeoid":3802,"value":"{}"}]})")
+          .find("subscription_id"),
+      std::string::npos);
+  EXPECT_NE(
+      h.route_error(
+           R"({"action":"I","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"event_id","typeoid":25,"value":"e1"},{"name":"subscription_id","typeoid":25,"value":"s"},{"name":"event_type","typeoid":25,"value":"Invoice Paid/é"},{"name":"payload","typeoid":3802,"value":"{}"}]})")
+          .find("Invoice Paid"),
+      std::string::npos);
+}
 
-  auto bad_topic = d.decode(
-      R"({"action":"I","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"event_id","typeoid":25,"value":"e1"},{"name":"subscription_id","typeoid":25,"value":"s"},{"name":"event_type","typeoid":25,"value":"Invoice Paid/é"},{"name":"payload","typeoid":3802,"value":"{}"}]})");
-  ASSERT_TRUE(bad_topic);
-  auto recs2 = r.route(**bad_topic, kTxn);
-  ASSERT_FALSE(recs2);
-  EXPECT_NE(recs2.error().reason.find("Invoice Paid"), std::string::npos);
+TEST(Router, MessageOutboxGivesTheSameRecordAsTheTable) {
+  Harness h;
+  MessageOutboxConfig m;
+  m.prefix = "outbox";
+  m.outbox = billing_outbox();
+  h.cfg.messages = {m};
+  auto from_table = h.route(
+      R"({"action":"I","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"event_id","typeoid":2950,"value":"e-1"},{"name":"subscription_id","typeoid":2950,"value":"s-1"},{"name":"event_type","typeoid":25,"value":"Shipped"},{"name":"payload","typeoid":3802,"value":"{\"carrier\": null}"}]})");
+  auto from_message = h.route(
+      R"({"action":"M","xid":9,"lsn":"0/20","transactional":true,"prefix":"outbox","content":"{\"event_id\":\"e-1\",\"subscription_id\":\"s-1\",\"event_type\":\"Shipped\",\"payload\":{\"carrier\": null}}"})");
+  ASSERT_EQ(from_table.size(), 1u);
+  ASSERT_EQ(from_message.size(), 1u);
+  EXPECT_EQ(from_message[0].topic, from_table[0].topic);
+  EXPECT_EQ(from_message[0].key, from_table[0].key);
+  EXPECT_EQ(from_message[0].value, from_table[0].value);
+  EXPECT_EQ(from_message[0].headers, from_table[0].headers);
+  // Other prefixes are skipped; a malformed outbox message is an error.
+  EXPECT_TRUE(
+      h.route(
+           R"({"action":"M","xid":null,"lsn":"0/30","transactional":false,"prefix":"audit","content":"x"})")
+          .empty());
+  EXPECT_NE(
+      h.route_error(
+           R"({"action":"M","xid":9,"lsn":"0/30","transactional":true,"prefix":"outbox","content":"{not json"})")
+          .find("outbox"),
+      std::string::npos);
 }
 
 TEST(CommitTimestamp, ParsesIsoWithOffsets) {
   using walrelay::router::parse_commit_timestamp_ms;
-  // 2026-11-30T00:14:37.104367Z
+  // 2026-11-30T00:14:37.104367Z, computed independently.
   EXPECT_EQ(parse_commit_timestamp_ms("2026-11-30 00:14:37.104367+00"), 1795997677104);
   EXPECT_EQ(parse_commit_timestamp_ms("2026-11-29 19:14:37.104367-05"), 1795997677104);
   EXPECT_EQ(parse_commit_timestamp_ms("2026-11-30 05:44:37.1+05:30"), 1795997677100);
   EXPECT_EQ(parse_commit_timestamp_ms("1970-01-01 00:00:00+00"), 0);
+  EXPECT_EQ(parse_commit_timestamp_ms("1970-01-01 00:00:01"), 1000);
   EXPECT_FALSE(parse_commit_timestamp_ms("yesterday"));
+  EXPECT_FALSE(parse_commit_timestamp_ms("infinity"));
   EXPECT_FALSE(parse_commit_timestamp_ms(""));
 }

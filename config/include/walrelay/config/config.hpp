@@ -13,16 +13,46 @@
 
 namespace walrelay::config {
 
-/// Column names of an outbox table (Debezium outbox event router's `table.field.*` settings).
-/// Each INSERT into the table becomes one domain event.
+/// How an extra outbox column is placed (Debezium `table.fields.additional.placement`
+/// `column:header[:alias]`); only headers are supported.
+struct AdditionalField {
+  std::string column;  ///< outbox column
+  std::string header;  ///< header name (the alias, or the column name when none is given)
+};
+
+/// Column names and options of an outbox (Debezium outbox event router, `table.field.*`,
+/// `route.*`, `table.fields.additional.placement`, `route.tombstone.on.empty.payload`).
+/// Each INSERT into an outbox table, or each logical message with a configured prefix, becomes
+/// one domain event.
 struct OutboxConfig {
   std::string event_id = "id";                   ///< column → header `id` (table.field.event.id)
   std::string aggregate_id = "aggregateid";      ///< column → record key (table.field.event.key)
   std::string aggregate_type = "aggregatetype";  ///< route-by column (route.by.field)
   std::string payload = "payload";  ///< column → record value (table.field.event.payload)
+  /// Optional column → header `eventType` (Debezium's `type` column, placed as a header).
+  std::optional<std::string> event_type;
+  /// Optional timestamptz/timestamp column → Kafka record timestamp
+  /// (table.field.event.timestamp). Absent: the commit time.
+  std::optional<std::string> timestamp;
+  /// Further columns placed as headers, in file order (`additional: {col: "header[:alias]"}`).
+  std::vector<AdditionalField> additional;
   /// Topic template; `{aggregate_type}` is replaced by the route-by value verbatim
   /// (Debezium's default `outbox.event.${routedByValue}`).
   std::string topic = "outbox.event.{aggregate_type}";
+  /// Add header `payload_digest` = lower-case hex SHA-256 of the value bytes, so an inbox can
+  /// tell a replay (same id, same digest) from a conflict (same id, different digest).
+  bool payload_digest = false;
+  /// A NULL payload publishes a tombstone (null value) when true; otherwise the row is an error
+  /// handled by the error policy (route.tombstone.on.empty.payload, default false).
+  bool tombstone_on_empty_payload = false;
+};
+
+/// Row-change operations (Debezium `op` letters): c insert, u update, d delete, t truncate.
+struct Operations {
+  bool create = true;
+  bool update = true;
+  bool del = true;
+  bool truncate = false;  ///< off by default, like Debezium's skipped.operations=t
 };
 
 /// One `tables:` entry. `name` is `schema.table`, where either part may be `*` or contain `*`
@@ -33,6 +63,25 @@ struct TableConfig {
   std::string schema_pattern;          ///< unquoted schema part (may contain `*`)
   std::string table_pattern;           ///< unquoted table part (may contain `*`)
   std::optional<OutboxConfig> outbox;  ///< set: this table is an outbox, not a row-change table
+  /// Topic template for row changes: `{prefix}`, `{schema}`, `{table}` (default
+  /// `{prefix}.{schema}.{table}`). Characters Kafka does not allow are mapped (README).
+  std::optional<std::string> topic;
+  /// Key columns for tables without a primary key, or to override it
+  /// (Debezium message.key.columns). Empty: the primary key.
+  std::vector<std::string> key_columns;
+  std::vector<std::string> exclude_columns;  ///< left out of before/after (column.exclude.list)
+  /// Replaced by hex SHA-256(salt || value text) (column.mask.hash.SHA-256.with.salt).
+  std::vector<std::string> mask_columns;
+  std::optional<Operations> operations;      ///< absent: the global `operations`
+  std::optional<bool> tombstones_on_delete;  ///< absent: the global tombstones_on_delete
+};
+
+/// Logical-message outbox (`pg_logical_emit_message(transactional, prefix, content)`): messages
+/// with `prefix` are routed exactly like rows of an outbox table whose columns are the JSON
+/// content's top-level fields (named as in `outbox`).
+struct MessageOutboxConfig {
+  std::string prefix;
+  OutboxConfig outbox;
 };
 
 struct SourceConfig {
@@ -60,6 +109,25 @@ struct TopicsConfig {
   std::string prefix;  ///< topic prefix for row-change events; default = `name`
 };
 
+/// Value mapping of row-change events (README "Value mapping").
+struct EventsConfig {
+  std::string value_format = "native";  ///< "native" or "debezium"
+  bool json_as_document = false;        ///< json/jsonb columns embedded as JSON (native only)
+  bool tombstones_on_delete = true;     ///< Debezium tombstones.on.delete
+  Operations operations;                ///< default for tables that do not set `operations`
+  /// Stands in for an unchanged TOASTed column wal2json left out of an UPDATE
+  /// (Debezium unavailable.value.placeholder).
+  std::string toast_placeholder = "__debezium_unavailable_value";
+  /// Salt for mask_columns (required when any table masks a column).
+  std::string mask_salt;
+  /// Partitioned tables: changes of a leaf partition go to the root's topic with
+  /// source.table = the root ("root", default) or stay per leaf ("leaf").
+  std::string partitions = "root";
+  /// BEGIN/END records on `<prefix>.transaction` and a `transaction` block in every envelope
+  /// (Debezium provide.transaction.metadata).
+  bool transaction_metadata = false;
+};
+
 struct LogConfig {
   std::string level = "info";  ///< spdlog level: trace, debug, info, warn, error, critical, off
   std::chrono::milliseconds progress_interval{5'000};  ///< period of the progress log line
@@ -71,7 +139,11 @@ struct Config {
   SourceConfig source;
   KafkaConfig kafka;
   TopicsConfig topics;
-  std::vector<TableConfig> tables;  ///< at least one
+  EventsConfig events;
+  std::vector<TableConfig> tables;  ///< at least one (or a message outbox)
+  /// Tables never captured even when a `tables` pattern matches them (checked first).
+  std::vector<TableConfig> exclude;
+  std::vector<MessageOutboxConfig> messages;  ///< logical-message outboxes, by prefix
   LogConfig log;
 };
 

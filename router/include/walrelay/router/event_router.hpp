@@ -3,6 +3,8 @@
 #include <array>
 #include <cstdint>
 #include <expected>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,16 +15,11 @@
 #include "walrelay/core/lsn.hpp"
 #include "walrelay/core/record.hpp"
 #include "walrelay/decoder/change.hpp"
+#include "walrelay/router/table_schema.hpp"
+#include "walrelay/router/type_registry.hpp"
+#include "walrelay/router/value_mapping.hpp"
 
 namespace walrelay::router {
-
-/// What the router knows about the transaction a change belongs to (from its B line).
-struct TxnInfo {
-  std::uint64_t xid = 0;
-  Lsn commit_lsn;                 ///< `lsn` of the B/C lines: start of the commit record
-  std::int64_t commit_ts_ms = 0;  ///< commit time, ms since the Unix epoch
-  std::uint32_t position = 0;     ///< 0-based index of the change within the transaction
-};
 
 /// Why a change could not be turned into an event (the change is not skipped: the connector stops
 /// or dead-letters it, and never confirms past it).
@@ -33,79 +30,128 @@ struct MappingError {
 /// How the router treats one source table.
 enum class TableRole : std::uint8_t { kIgnored, kRowChange, kOutbox };
 
-/// Settings the router needs besides the tables.
+/// Settings the router needs besides the table rules.
 struct RouterSettings {
-  std::string connector_name;  ///< `name`; Debezium's source.name is the topic prefix instead
-  std::string topic_prefix;    ///< topics.prefix
+  std::string connector_name;  ///< `name`
+  std::string topic_prefix;    ///< topics.prefix; Debezium's source.name
   std::string database;        ///< current_database() of the source, for source.db
   std::string version;         ///< walrelay version for source.version
+  config::EventsConfig events;
 };
 
-/// Maps decoded changes to Kafka records (architecture: EventRouter).
+/// Maps decoded changes to Kafka records (architecture: EventRouter). Debezium behaviours it
+/// follows are cited where they are implemented; the README documents the result.
 ///
-/// - Row-change tables: one record per INSERT/UPDATE/DELETE on `<prefix>.<schema>.<table>`, key =
-///   the primary key columns as a compact JSON object in column order (`{"id":1}`), value = a
-///   Debezium-style envelope `{"before":…,"after":…,"source":{…},"op":"c|u|d","ts_ms":…}`, and
-///   header `id` = `<commit lsn>:<position>` (deterministic across replays of the same WAL).
-/// - Outbox tables (Debezium outbox event router): each INSERT → one record on the topic template
-///   with `{aggregate_type}` replaced by the route-by value, key = the aggregate id text, value =
-///   the payload (a json/jsonb payload as the JSON document itself, not a string of JSON), header
-///   `id` = the event id. UPDATE and DELETE of an outbox table produce nothing.
-/// - TRUNCATE and logical messages produce nothing yet.
+/// - Row-change tables: INSERT/UPDATE/DELETE/TRUNCATE → an envelope
+///   `{"before","after","source","op","ts_ms"[,"transaction"]}` on the table's topic, keyed by the
+///   key columns as compact JSON in column order; a DELETE is followed by a tombstone; an UPDATE
+///   that changes the key becomes a delete (+ tombstone) of the old key and a create of the new.
+/// - Outbox tables and logical-message outboxes: one domain event per INSERT / message.
+/// - Every record carries header `id`: the outbox event id, or `<commit LSN>:<n>` with n the
+///   record's index in its transaction (deterministic for the same WAL and configuration).
 ///
-/// Output records and their bytes live in the router and are valid until the next `route` call.
+/// Records and their bytes live in the router and are valid until its next call.
 /// Owned by the connector's io_context thread; not thread-safe.
 class EventRouter {
  public:
-  EventRouter(RouterSettings settings, std::vector<config::TableConfig> tables);
+  /// `schemas` (may be null: no TOAST fill, no partition roots, no typmods) and `types` must
+  /// outlive the router.
+  EventRouter(RouterSettings settings, const config::Config& cfg, SchemaProvider* schemas,
+              const TypeRegistry& types);
+  ~EventRouter();
+  EventRouter(const EventRouter&) = delete;
+  EventRouter& operator=(const EventRouter&) = delete;
 
-  /// Routes one I/U/D/T/M change. Returns the records to publish (possibly none), or a
-  /// MappingError naming the table and column when the change cannot be mapped (e.g. an outbox row
-  /// without its aggregate id, or a payload that is not JSON).
-  std::expected<std::span<const Record>, MappingError> route(const decoder::Change& change,
-                                                             const TxnInfo& txn);
+  /// Starts a transaction (wal2json B): `commit_lsn` is the B/C `lsn`, `commit_ts_ms` the commit
+  /// time in ms since the Unix epoch.
+  void begin(std::uint64_t xid, Lsn commit_lsn, std::int64_t commit_ts_ms);
 
-  /// The role of `schema.table` under the configured rules (first matching entry wins).
+  /// Routes one I/U/D/T/M change of the open transaction (or a non-transactional message outside
+  /// any). Returns the records to publish (possibly none), or a MappingError naming the table,
+  /// column and reason.
+  std::expected<std::span<const Record>, MappingError> route(const decoder::Change& change);
+
+  /// Ends the transaction (wal2json C): the transaction-metadata END record when enabled and the
+  /// transaction produced events; otherwise nothing.
+  std::span<const Record> commit();
+
+  /// The role of `schema.table` under the configured rules (exclude first, then the first
+  /// matching `tables` entry).
   TableRole role_of(std::string_view schema, std::string_view table);
 
-  /// The topic row changes of `schema.table` go to (`<prefix>.<schema>.<table>`, with characters
-  /// Kafka does not allow replaced by `_`).
-  std::string row_topic(std::string_view schema, std::string_view table) const;
+  /// The topic a row-change table's events go to (template applied, names mapped to Kafka's
+  /// `[A-Za-z0-9._-]`). Empty when the table is not a row-change table.
+  std::string topic_of(std::string_view schema, std::string_view table);
+
+  /// Maps a name into Kafka's topic alphabet: every character outside `[A-Za-z0-9._-]`
+  /// (including every byte of a non-ASCII character) becomes `_` (as Debezium's topic name
+  /// sanitizer does). Collisions this can cause are detected by the connector.
+  static void append_topic_part(std::string& out, std::string_view part);
 
  private:
-  struct Rule {
-    TableRole role = TableRole::kIgnored;
-    std::string topic;                             // row-change topic
-    const config::OutboxConfig* outbox = nullptr;  // for kOutbox
-  };
+  struct Rule;
+  struct Slot;
   const Rule& rule_for(std::string_view schema, std::string_view table);
-  std::expected<std::span<const Record>, MappingError> route_row(const decoder::Change& c,
-                                                                 const TxnInfo& txn,
-                                                                 const Rule& rule);
-  std::expected<std::span<const Record>, MappingError> route_outbox(const decoder::Change& c,
-                                                                    const Rule& rule);
+  Rule make_rule(std::string_view schema, std::string_view table);
+  std::expected<void, MappingError> route_row(const decoder::Change& c, const Rule& rule);
+  std::expected<void, MappingError> route_outbox_row(const decoder::Change& c, const Rule& rule);
+  std::expected<void, MappingError> route_message(const decoder::Change& c);
+  std::expected<void, MappingError> emit_outbox(const config::OutboxConfig& ob,
+                                                const std::vector<decoder::Column>& cols,
+                                                const std::string& where);
+
+  Slot& next_slot();
+  void begin_metadata_if_needed();
+  void append_image(std::string& out, const std::vector<decoder::Column>& cols, const Rule& rule,
+                    std::string& err);
+  bool append_after_image(std::string& out, const decoder::Change& c, const Rule& rule,
+                          std::string& err);
+  bool append_key(std::string& out, const std::vector<decoder::Column>& image, const Rule& rule,
+                  const std::vector<std::string_view>& pk, std::string& err);
+  void append_source(std::string& out, const decoder::Change& c, const Rule& rule);
+  void finish_row_record(Slot& s, const Rule& rule, bool has_key, char op);
+  void add_tombstone(const Slot& of);
 
   RouterSettings settings_;
+  ValueMappingOptions value_opts_;
   std::vector<config::TableConfig> tables_;
+  std::vector<config::TableConfig> exclude_;
+  std::vector<config::MessageOutboxConfig> messages_;
+  SchemaProvider* schemas_;
+  const TypeRegistry& types_;
+
   struct StringHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  std::unordered_map<std::string, Rule, StringHash, std::equal_to<>> rules_;
-  std::string lookup_;  // reused "schema\0table" lookup key
+  std::unordered_map<std::string, Rule*, StringHash, std::equal_to<>> rules_;
+  std::vector<std::unique_ptr<Rule>> rule_storage_;
+  std::string lookup_;
 
-  // Reused output buffers (no per-event allocation once warm).
-  std::string key_;
-  std::string value_;
-  std::string topic_;
-  std::string id_;
+  // The open transaction.
+  std::uint64_t xid_ = 0;
+  Lsn commit_lsn_;
+  Lsn previous_commit_lsn_;
+  std::int64_t commit_ts_ms_ = 0;
+  std::uint32_t record_index_ = 0;  // records published in this transaction (ids)
+  std::uint32_t event_count_ = 0;   // data events (transaction metadata total_order)
+  bool begin_emitted_ = false;
+  std::string txn_id_;  // "<xid>:<commit lsn>" for transaction metadata
+  std::vector<std::pair<std::string, std::uint32_t>> collection_counts_;
+
+  // Reused output slots (no per-event allocation once warm).
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::size_t used_slots_ = 0;
+  std::vector<Record> records_;
   std::string scratch_;
-  std::array<Header, 4> headers_{};
-  std::array<Record, 2> records_{};
+  std::string scratch2_;
+  std::string message_buffer_;                   // padded copy of a message's content
+  std::vector<decoder::Column> message_fields_;  // its top-level fields, as outbox columns
 };
 
-/// Parses wal2json's commit timestamp (`2026-11-30 00:14:37.104367+00`, DateStyle ISO; the
-/// offset may be `+05:30`) to ms since the Unix epoch. Returns nullopt for any other shape.
+/// Parses a PostgreSQL timestamp as wal2json prints it with DateStyle ISO
+/// (`2026-11-30 00:14:37.104367+00`, offset optional: `+05:30`, none for timestamp without time
+/// zone = UTC) to ms since the Unix epoch. nullopt for other shapes (infinity, BC).
 std::optional<std::int64_t> parse_commit_timestamp_ms(std::string_view text);
 
 }  // namespace walrelay::router

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace walrelay::router {
+
+/// One column of a table as the catalog describes it now (pg_attribute).
+struct ColumnInfo {
+  std::string name;
+  std::uint32_t type_oid = 0;
+  std::int32_t typmod = -1;  ///< pg_attribute.atttypmod (-1: none)
+  bool not_null = false;
+  /// Whether PostgreSQL can store the value out of line (TOAST): a variable-length type whose
+  /// storage is not PLAIN. Only such columns may be missing from an UPDATE's new row
+  /// (PostgreSQL docs §73.2 "TOAST"; wal2json skips unchanged TOASTed values).
+  bool toastable = false;
+};
+
+/// A table's shape from the catalog: what the router needs besides the change itself.
+struct TableSchema {
+  std::string schema;
+  std::string table;
+  std::vector<ColumnInfo> columns;       ///< in attnum order, dropped columns left out
+  std::vector<std::string> primary_key;  ///< immediate (non-deferrable) primary key, column order
+  char replica_identity = 'd';           ///< pg_class.relreplident: d, n, f, i
+  /// Columns of the REPLICA IDENTITY USING INDEX index (relreplident 'i'), column order.
+  std::vector<std::string> replica_identity_index;
+  std::string root_schema;  ///< partitioned tables: the root of a leaf (pg_partition_root);
+  std::string root_table;   ///<   otherwise the table itself
+
+  [[nodiscard]] const ColumnInfo* column(std::string_view name) const {
+    for (const auto& c : columns) {
+      if (c.name == name) return &c;
+    }
+    return nullptr;
+  }
+};
+
+/// Where the router gets table shapes from. Implemented over a catalog connection in src/.
+class SchemaProvider {
+ public:
+  virtual ~SchemaProvider() = default;
+  /// The table's schema, or nullptr when the table is unknown (e.g. dropped since). With
+  /// `refresh`, re-reads the catalog first (after a change showed a column the cached shape does
+  /// not have). The pointer stays valid until the next refresh of the same table.
+  virtual const TableSchema* table(std::string_view schema, std::string_view table,
+                                   bool refresh) = 0;
+};
+
+}  // namespace walrelay::router

@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+namespace walrelay::router {
+
+/// Well-known pg_type OIDs (src/include/catalog/pg_type.dat); stable across PostgreSQL versions.
+namespace oid {
+inline constexpr std::uint32_t kBool = 16;
+inline constexpr std::uint32_t kBytea = 17;
+inline constexpr std::uint32_t kChar = 18;
+inline constexpr std::uint32_t kName = 19;
+inline constexpr std::uint32_t kInt8 = 20;
+inline constexpr std::uint32_t kInt2 = 21;
+inline constexpr std::uint32_t kInt4 = 23;
+inline constexpr std::uint32_t kText = 25;
+inline constexpr std::uint32_t kOid = 26;
+inline constexpr std::uint32_t kJson = 114;
+inline constexpr std::uint32_t kFloat4 = 700;
+inline constexpr std::uint32_t kFloat8 = 701;
+inline constexpr std::uint32_t kMoney = 790;
+inline constexpr std::uint32_t kBpchar = 1042;
+inline constexpr std::uint32_t kVarchar = 1043;
+inline constexpr std::uint32_t kDate = 1082;
+inline constexpr std::uint32_t kTime = 1083;
+inline constexpr std::uint32_t kTimestamp = 1114;
+inline constexpr std::uint32_t kTimestamptz = 1184;
+inline constexpr std::uint32_t kInterval = 1186;
+inline constexpr std::uint32_t kTimetz = 1266;
+inline constexpr std::uint32_t kNumeric = 1700;
+inline constexpr std::uint32_t kUuid = 2950;
+inline constexpr std::uint32_t kJsonb = 3802;
+}  // namespace oid
+
+/// What walrelay needs to know of a type to map its values (a pg_type row).
+struct TypeInfo {
+  std::uint32_t oid = 0;
+  std::string name;     ///< format_type(oid, NULL), for messages
+  char category = 'U';  ///< pg_type.typcategory ('A' array, 'E' enum, 'N' numeric, ...)
+  char kind = 'b';  ///< pg_type.typtype ('b' base, 'd' domain, 'e' enum, 'c' composite, 'r' range)
+  std::uint32_t element = 0;  ///< pg_type.typelem of an array type ('A'); 0 otherwise
+  std::uint32_t base = 0;     ///< pg_type.typbasetype of a domain ('d'); 0 otherwise
+  char delimiter = ',';       ///< pg_type.typdelim (array element separator; `;` for box)
+};
+
+/// OID → TypeInfo, filled from pg_type at start-up and when an unknown OID shows up.
+/// Builtin types are known without a catalog query. Owned by the connector's thread.
+class TypeRegistry {
+ public:
+  /// Starts with the builtin types listed in `oid` (and their array types).
+  TypeRegistry();
+
+  /// Adds or replaces a type.
+  void add(TypeInfo info);
+
+  /// The type, or nullptr when unknown.
+  [[nodiscard]] const TypeInfo* find(std::uint32_t type_oid) const;
+
+  /// Follows domains to their base type (a domain over a domain too). Unknown OIDs come back
+  /// unchanged.
+  [[nodiscard]] std::uint32_t resolve_domain(std::uint32_t type_oid) const;
+
+ private:
+  std::unordered_map<std::uint32_t, TypeInfo> types_;
+};
+
+}  // namespace walrelay::router

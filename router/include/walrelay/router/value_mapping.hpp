@@ -1,0 +1,112 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "walrelay/router/type_registry.hpp"
+
+namespace walrelay::router {
+
+/// How column values are written into events (config `value_format`).
+enum class ValueFormat : std::uint8_t {
+  /// A value means what PostgreSQL meant (README "Value mapping"): numeric/money as exact decimal
+  /// strings, integers and floats as JSON numbers with their exact text, booleans, json/jsonb as a
+  /// JSON string holding the document's exact text, arrays as JSON arrays, bytea as base64,
+  /// date/time as ISO-8601 / RFC 3339 strings, interval as ISO-8601 duration, the rest as text.
+  kNative,
+  /// Debezium's default JSON types with schemas disabled (decimal.handling.mode=precise,
+  /// time.precision.mode=adaptive, binary.handling.mode=bytes), so Debezium consumers decode
+  /// walrelay's output unchanged.
+  kDebezium,
+};
+
+struct ValueMappingOptions {
+  ValueFormat format = ValueFormat::kNative;
+  /// json/jsonb columns embedded as JSON documents instead of JSON strings (native format only).
+  bool json_as_document = false;
+};
+
+/// Appends the JSON for one column value to `out`.
+///
+/// Native format (ValueFormat::kNative), per type after resolving domains to their base type:
+///   int2/int4/int8/oid   the number token unchanged (exact digits). A string token holding an
+///                        integer (numeric-data-types-as-string) becomes the bare number.
+///   float4/float8        the number token unchanged (exact digits, `-0` kept); "NaN",
+///                        "Infinity", "-Infinity" as JSON strings.
+///   numeric              the exact digits as a JSON string: `"12345678901234567890.123456789"`,
+///                        `"1500.000000000"`; "NaN"/"Infinity"/"-Infinity" kept as strings.
+///   money                exact decimal string without symbol and grouping (`$1,234.50` ->
+///                        `"1234.50"`, `-$0.01` -> `"-0.01"`); never through a double.
+///   bool                 true / false.
+///   json/jsonb           the JSON string token unchanged (a document `null` stays the string
+///                        "null", distinct from SQL NULL). With json_as_document the unescaped
+///                        document text is embedded as raw JSON, without re-parsing (a document
+///                        `null` then reads like SQL NULL: the caller's choice).
+///   arrays               a JSON array built by a PostgreSQL array-literal parser (quoted elements
+///                        with backslash escapes; unquoted NULL -> null, quoted "NULL" -> string;
+///                        `{}` -> []; nested dimensions -> nested arrays; the element type's
+///                        typdelim as separator), each element mapped by the element type. A
+///                        literal with a dimension decoration (`[0:2]={7,8,9}`, lower bound other
+///                        than 1) or one that is not a brace literal (int2vector) is emitted as its
+///                        PostgreSQL text in a JSON string, so the bound is never lost silently.
+///   bytea                `\x...` hex (or escape format) -> standard base64 string.
+///   date, time, timetz,  PostgreSQL's ISO text unchanged (`2024-03-10`, `06:30:00`,
+///   interval             `06:30:00+02`, `P1DT2H3M4.5S`), including `infinity` and BC dates.
+///   timestamp            `2024-03-10 06:30:00.12` -> `"2024-03-10T06:30:00.12"`.
+///   timestamptz          `2024-03-10 06:30:00.12+00` -> `"2024-03-10T06:30:00.12Z"`; other offsets
+///                        as `+HH:MM` (`+HH:MM:SS` when the offset has seconds). `infinity`,
+///                        `-infinity` and BC values (`... BC`) keep PostgreSQL's text.
+///   anything else        the string token unchanged (text, varchar, bpchar, name, char, uuid,
+///                        inet, enums, ranges, geometric, composite, xml, unknown OIDs).
+///
+/// Debezium format (ValueFormat::kDebezium) mirrors Debezium's PostgreSQL connector
+/// (io.debezium.connector.postgresql.PostgresValueConverter) with Kafka Connect's JsonConverter,
+/// schemas.enable=false, decimal.format=BASE64:
+///   int/oid/float/bool   as native (INT16/INT32/INT64, FLOAT32/FLOAT64, BOOLEAN).
+///   numeric(p,s)         org.apache.kafka.connect.data.Decimal, scale s: JSON string of the
+///                        base64 of the unscaled value's minimal big-endian two's complement
+///                        (BigInteger#toByteArray), e.g. 1500.000000000 at scale 9 -> unscaled
+///                        1500000000000 = 0x015D3EF79800 -> "AV0+95gA".
+///   numeric              io.debezium.data.VariableScaleDecimal {"scale":s,"value":"<base64>"},
+///                        trailing fraction zeros stripped first (convertDecimal calls
+///                        BigDecimal#stripTrailingZeros), so s = significant fraction digits.
+///                        NaN/±Infinity: Debezium fails the connector (SpecialValueDecimal throws
+///                        in precise mode); walrelay emits null.
+///   money                Decimal with scale 2 (money.fraction.digits default), base64.
+///   bytea                base64 string (binary.handling.mode=bytes through JsonConverter).
+///   date                 io.debezium.time.Date: int days since 1970-01-01 (BC dates proleptic,
+///                        0044-03-15 BC = year -43). `infinity` / `-infinity` become Debezium's
+///                        sentinels -2147472693 / -2147472692 (epoch days of
+///                        POSITIVE/NEGATIVE_INFINITY_LOCAL_DATE).
+///   time(p)              p <= 3: io.debezium.time.Time (int ms of day); p > 3 or typmod -1
+///                        (precision 6): io.debezium.time.MicroTime (int µs). `24:00:00` is a day.
+///   timetz               io.debezium.time.ZonedTime: shifted to UTC, ISO_OFFSET_TIME
+///                        (`06:30:00+02` -> `"04:30:00Z"`, fraction without trailing zeros).
+///   timestamp(p)         p <= 3: io.debezium.time.Timestamp (epoch ms); else MicroTimestamp
+///                        (epoch µs). ±infinity: Debezium's sentinels ±922337203682520000x
+///                        (pgjdbc DATE_POSITIVE/NEGATIVE_INFINITY as µs, or /1000 as ms). Values
+///                        beyond int64 µs (years near 294276) -> null.
+///   timestamptz(p)       io.debezium.time.ZonedTimestamp in UTC with exactly p fraction digits
+///                        (typmod -1 -> 6), as Debezium >= 2.2 formats it (DBZ-5996):
+///                        `"2024-03-10T06:30:00.120000Z"`; p = 0: no fraction. `infinity` /
+///                        `-infinity` stay strings; BC years print as `-0043-...`.
+///   interval             io.debezium.time.MicroDuration: int64 µs, Debezium's approximation
+///                        MicroDuration#durationMicros with 365.25/12 days per month.
+///   json/jsonb, uuid,    strings (io.debezium.data.Json, io.debezium.data.Uuid, enums, text).
+///   text-like, enums
+///   arrays               JSON arrays of the element mapping (dimension-decorated literals: text).
+///
+/// `token` is the raw wal2json token for the value (see decoder::Column::value; printed with the
+/// pinned session settings DateStyle ISO, TimeZone UTC, IntervalStyle iso_8601,
+/// extra_float_digits 3, bytea_output hex, lc_monetary C). `type_oid` is the column's type OID
+/// from wal2json, `typmod` the column's pg_attribute.atttypmod (-1 when unknown), `types` resolves
+/// domains, arrays and user types. SQL NULL (`null`) always becomes JSON `null`.
+///
+/// Returns false and sets `error` (naming the type and the text) when the token does not have the
+/// shape the type promises; `out` may then hold a partial value and must be discarded.
+bool append_value(std::string& out, std::string_view token, std::uint32_t type_oid,
+                  std::int32_t typmod, const TypeRegistry& types, const ValueMappingOptions& opts,
+                  std::string& error);
+
+}  // namespace walrelay::router
