@@ -1,5 +1,5 @@
-// Column value mapping: wal2json token (PostgreSQL text output) -> JSON for walrelay's native format
-// or for Debezium's default JSON encoding. The rules and their sources are documented in
+// Column value mapping: wal2json token (PostgreSQL text output) -> JSON for walrelay's native
+// format or for Debezium's default JSON encoding. The rules and their sources are documented in
 // walrelay/router/value_mapping.hpp; the comments here cite the code each rule mirrors.
 
 #include "walrelay/router/value_mapping.hpp"
@@ -23,7 +23,9 @@ namespace {
 // ------------------------------------------------------------------------------------------------
 // Small helpers
 
-constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
+constexpr bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 constexpr bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
@@ -217,9 +219,9 @@ bool parse_decimal(std::string_view s, Decimal& d) {
 
 /// Scratch buffers reused across calls (the mapping runs on the connector's thread; thread_local
 /// keeps it safe anyway). None of them is held across a call that uses the same buffer.
-thread_local std::string tl_text;     // top-level unescaped token
-thread_local std::string tl_digits;   // unscaled decimal digits
-thread_local std::string tl_bytes;    // two's complement bytes
+thread_local std::string tl_text;    // top-level unescaped token
+thread_local std::string tl_digits;  // unscaled decimal digits
+thread_local std::string tl_bytes;   // two's complement bytes
 thread_local std::vector<std::uint32_t> tl_limbs;
 // Array element text, one buffer per nesting depth (a deque: growing it keeps references valid).
 thread_local std::deque<std::string> tl_elements;
@@ -510,12 +512,6 @@ bool parse_timestamp(std::string_view s, bool with_zone, std::int64_t& days, std
   return true;
 }
 
-std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  std::int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
 /// java.time ISO_LOCAL_TIME fraction: nothing when zero, else 1-9 digits without trailing zeros
 /// (DateTimeFormatterBuilder#appendFraction(NANO_OF_SECOND, 0, 9, true)); or exactly `width`
 /// digits when 1 <= width <= 9 (appendFraction(NANO_OF_SECOND, width, width, true)).
@@ -627,7 +623,8 @@ Resolved classify(std::uint32_t type_oid, const TypeRegistry& types) {
     default:
       break;
   }
-  if (const TypeInfo* t = types.find(r.oid); t != nullptr && t->category == 'A' && t->element != 0) {
+  if (const TypeInfo* t = types.find(r.oid);
+      t != nullptr && t->category == 'A' && t->element != 0) {
     r.kind = Kind::kArray;
     r.element = t->element;
   }
@@ -656,6 +653,19 @@ bool fail(Ctx& ctx, std::uint32_t type_oid, std::string_view text, std::string_v
   } else {
     ctx.error += "oid ";
     append_int(ctx.error, type_oid);
+  }
+  if (type_oid != ctx.type_oid) {
+    // An array element or a domain: name the column's declared type too.
+    ctx.error += " in ";
+    if (const TypeInfo* t = ctx.types.find(ctx.type_oid); t != nullptr && !t->name.empty()) {
+      ctx.error += t->name;
+      ctx.error += " (oid ";
+      append_int(ctx.error, ctx.type_oid);
+      ctx.error += ')';
+    } else {
+      ctx.error += "oid ";
+      append_int(ctx.error, ctx.type_oid);
+    }
   }
   ctx.error += ": ";
   ctx.error += why;
@@ -802,15 +812,16 @@ bool map_timestamp(std::string& out, std::string_view text, bool with_zone, std:
   if (!with_zone) {
     // time.precision.mode=adaptive (JdbcValueConverters): timestamp(0..3) -> io.debezium.time.
     // Timestamp (epoch ms), timestamp(4..6) and unspecified -> MicroTimestamp (epoch µs).
-    std::int64_t micros = 0;
-    if (__builtin_mul_overflow(days, kMicrosPerDay, &micros) ||
-        __builtin_add_overflow(micros, tod, &micros)) {
+    const std::int64_t per_day = precision <= 3 ? kMicrosPerDay / 1000 : kMicrosPerDay;
+    const std::int64_t in_day = precision <= 3 ? tod / 1000 : tod;
+    std::int64_t v = 0;
+    if (__builtin_mul_overflow(days, per_day, &v) || __builtin_add_overflow(v, in_day, &v)) {
       // Beyond int64 µs since 1970 (PostgreSQL's range ends in 294276 AD, past 2^63 µs from
       // 1970): not representable, emitted as null.
       out += "null";
       return true;
     }
-    append_int(out, precision <= 3 ? floor_div(micros, 1000) : micros);
+    append_int(out, v);
     return true;
   }
   // timestamptz -> io.debezium.time.ZonedTimestamp in UTC. ZonedTimestamp#toIsoString with the
@@ -832,8 +843,7 @@ bool map_timestamp(std::string& out, std::string_view text, bool with_zone, std:
   return true;
 }
 
-bool map_interval(std::string& out, std::string_view text, Ctx& ctx,
-                  std::uint32_t oid_for_error) {
+bool map_interval(std::string& out, std::string_view text, Ctx& ctx, std::uint32_t oid_for_error) {
   if (ctx.opts.format == ValueFormat::kNative) {
     json::append_string(out, text);
     return true;
@@ -841,7 +851,8 @@ bool map_interval(std::string& out, std::string_view text, Ctx& ctx,
   // IntervalStyle iso_8601 output (src/backend/utils/adt/datetime.c EncodeInterval):
   // P[nY][nM][nD][T[nH][nM][n[.f]S]], every field signed on its own, "PT0S" for zero.
   std::string_view s = text;
-  if (s.size() < 2 || s[0] != 'P') return fail(ctx, oid_for_error, text, "not an ISO 8601 interval");
+  if (s.size() < 2 || s[0] != 'P')
+    return fail(ctx, oid_for_error, text, "not an ISO 8601 interval");
   s.remove_prefix(1);
   std::int64_t years = 0, months = 0, days = 0, hours = 0, minutes = 0;
   std::int64_t whole_seconds = 0, micros = 0;
@@ -1059,7 +1070,12 @@ class ArrayParser {
  public:
   ArrayParser(std::string& out, std::string_view text, char delim, const Resolved& element,
               std::int32_t typmod, Ctx& ctx, std::string& buf)
-      : out_(out), s_(text), delim_(delim), element_(element), typmod_(typmod), ctx_(ctx),
+      : out_(out),
+        s_(text),
+        delim_(delim),
+        element_(element),
+        typmod_(typmod),
+        ctx_(ctx),
         buf_(buf) {}
 
   bool parse() {
@@ -1208,9 +1224,9 @@ bool append_value(std::string& out, std::string_view token, std::uint32_t type_o
   const bool quoted = json::is_string_token(token);
 
   // Fast paths: the token already is the JSON we want.
-  if (quoted && (r.kind == Kind::kText ||
-                 (r.kind == Kind::kJson &&
-                  (opts.format == ValueFormat::kDebezium || !opts.json_as_document)))) {
+  if (quoted &&
+      (r.kind == Kind::kText || (r.kind == Kind::kJson && (opts.format == ValueFormat::kDebezium ||
+                                                           !opts.json_as_document)))) {
     out.append(token);
     return true;
   }

@@ -18,6 +18,15 @@ void AckTracker::add_event(std::size_t bytes) {
   in_flight_bytes_ += bytes;
 }
 
+bool AckTracker::add_event_to(TxnSeq seq, std::size_t bytes) {
+  Txn* t = find(seq);
+  if (t == nullptr) return false;
+  ++t->outstanding;
+  ++in_flight_events_;
+  in_flight_bytes_ += bytes;
+  return true;
+}
+
 void AckTracker::commit() {
   if (!open_) throw std::logic_error("AckTracker::commit: no open transaction");
   txns_.back().committed = true;

@@ -222,8 +222,26 @@ void KafkaProducer::on_dr(rd_kafka_t* /*rk*/, const rd_kafka_message_t* msg, voi
   r.bytes = msg->len + msg->key_len;
   r.err = msg->err;
   r.topic = msg->rkt != nullptr ? std::string_view(rd_kafka_topic_name(msg->rkt)) : "";
-  if (msg->key != nullptr)
+  if (msg->key != nullptr) {
     r.key = std::string_view(static_cast<const char*>(msg->key), msg->key_len);
+    r.has_key = true;
+  }
+  if (msg->payload != nullptr) {
+    r.value = std::string_view(static_cast<const char*>(msg->payload), msg->len);
+    r.has_value = true;
+  }
+  // The `id` header, for logs and dead-letter records (rd_kafka_message_headers needs a
+  // non-const message; it only reads it here).
+  rd_kafka_headers_t* hdrs = nullptr;
+  if (rd_kafka_message_headers(const_cast<rd_kafka_message_t*>(msg), &hdrs) ==
+      RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const void* v = nullptr;
+    std::size_t n = 0;
+    if (rd_kafka_header_get_last(hdrs, "id", &v, &n) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        v != nullptr) {
+      r.event_id = std::string_view(static_cast<const char*>(v), n);
+    }
+  }
   r.partition = msg->partition;
   r.offset = msg->offset;
   self->on_delivery_(r);

@@ -77,16 +77,18 @@ struct ValueMappingOptions {
 ///   bytea                base64 string (binary.handling.mode=bytes through JsonConverter).
 ///   date                 io.debezium.time.Date: int days since 1970-01-01 (BC dates proleptic,
 ///                        0044-03-15 BC = year -43). `infinity` / `-infinity` become Debezium's
-///                        sentinels -2147472693 / -2147472692 (epoch days of
-///                        POSITIVE/NEGATIVE_INFINITY_LOCAL_DATE).
+///                        sentinels -2147472692 / -2147472691 (epoch days of its
+///                        POSITIVE/NEGATIVE_INFINITY_LOCAL_DATE, -5877611-06-21 / -06-22; yes,
+///                        +infinity is the smaller number there too).
 ///   time(p)              p <= 3: io.debezium.time.Time (int ms of day); p > 3 or typmod -1
 ///                        (precision 6): io.debezium.time.MicroTime (int µs). `24:00:00` is a day.
 ///   timetz               io.debezium.time.ZonedTime: shifted to UTC, ISO_OFFSET_TIME
 ///                        (`06:30:00+02` -> `"04:30:00Z"`, fraction without trailing zeros).
 ///   timestamp(p)         p <= 3: io.debezium.time.Timestamp (epoch ms); else MicroTimestamp
-///                        (epoch µs). ±infinity: Debezium's sentinels ±922337203682520000x
-///                        (pgjdbc DATE_POSITIVE/NEGATIVE_INFINITY as µs, or /1000 as ms). Values
-///                        beyond int64 µs (years near 294276) -> null.
+///                        (epoch µs). infinity / -infinity: Debezium's sentinels
+///                        9223372036825200000 / -9223372036832400000 µs (pgjdbc
+///                        PGStatement.DATE_POSITIVE/NEGATIVE_INFINITY), /1000 in ms. Values
+///                        beyond int64 (µs since 1970 ends in 294247 AD) -> null.
 ///   timestamptz(p)       io.debezium.time.ZonedTimestamp in UTC with exactly p fraction digits
 ///                        (typmod -1 -> 6), as Debezium >= 2.2 formats it (DBZ-5996):
 ///                        `"2024-03-10T06:30:00.120000Z"`; p = 0: no fraction. `infinity` /
@@ -101,7 +103,13 @@ struct ValueMappingOptions {
 /// pinned session settings DateStyle ISO, TimeZone UTC, IntervalStyle iso_8601,
 /// extra_float_digits 3, bytea_output hex, lc_monetary C). `type_oid` is the column's type OID
 /// from wal2json, `typmod` the column's pg_attribute.atttypmod (-1 when unknown), `types` resolves
-/// domains, arrays and user types. SQL NULL (`null`) always becomes JSON `null`.
+/// domains, arrays and user types. SQL NULL (`null`) always becomes JSON `null`. For a column of
+/// a domain over numeric(p,s), atttypmod is -1: pass the domain's pg_type.typtypmod to get a
+/// Decimal rather than a VariableScaleDecimal in the Debezium format. An array column's typmod
+/// applies to its elements (numeric(10,2)[]).
+///
+/// The work happens in `out` and in thread_local scratch buffers: no allocation per call once
+/// the buffers have grown (except when building `error`).
 ///
 /// Returns false and sets `error` (naming the type and the text) when the token does not have the
 /// shape the type promises; `out` may then hold a partial value and must be discarded.

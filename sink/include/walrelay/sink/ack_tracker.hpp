@@ -40,6 +40,11 @@ class AckTracker {
   /// Throws std::logic_error when no transaction is open.
   void add_event(std::size_t bytes);
 
+  /// Counts one more event for transaction `seq`, open or not, as long as it still has events in
+  /// flight (a dead-letter record replacing one of its events). Returns false when `seq` is no
+  /// longer tracked.
+  bool add_event_to(TxnSeq seq, std::size_t bytes);
+
   /// Closes the open transaction (wal2json C line). Empty transactions complete here at once.
   void commit();
 

@@ -26,6 +26,10 @@ struct DeliveryReport {
   rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
   std::string_view topic;  ///< valid during the callback only
   std::string_view key;    ///< valid during the callback only; empty for a null key
+  bool has_key = false;
+  std::string_view value;     ///< the record's value bytes (callback only); empty for a tombstone
+  bool has_value = false;
+  std::string_view event_id;  ///< the record's `id` header (callback only); empty if none
   std::int32_t partition = -1;
   std::int64_t offset = -1;
 };
