@@ -332,6 +332,9 @@ class Loader {
         {"tables", [this](const YAML::Node& v, const std::string& p) { read_tables(v, p); }},
         {"exclude", [this](const YAML::Node& v, const std::string& p) { read_exclude(v, p); }},
         {"messages", [this](const YAML::Node& v, const std::string& p) { read_messages(v, p); }},
+        {"errors", [this](const YAML::Node& v, const std::string& p) { read_errors(v, p); }},
+        {"heartbeat",
+         [this](const YAML::Node& v, const std::string& p) { read_heartbeat(v, p); }},
         {"log", [this](const YAML::Node& v, const std::string& p) { read_log(v, p); }},
     };
     std::set<std::string> seen;
@@ -410,9 +413,72 @@ class Loader {
              source.status_interval = *d;
            }
          }},
+
+        {"state_dir",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto s = nonempty_string(v, p)) source.state_dir = std::move(*s);
+         }},
+        {"allow_slot_reset",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto b = boolean(v, p)) source.allow_slot_reset = *b;
+         }},
+        {"reconnect_min",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto d = duration(v, p)) source.reconnect_min = *d;
+         }},
+        {"reconnect_max",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto d = duration(v, p)) source.reconnect_max = *d;
+         }},
     };
     const auto seen = walk(node, path, fields);
     if (seen && !seen->contains("conninfo")) error(join(path, "conninfo"), std::string(kMissing));
+    if (source.reconnect_min > source.reconnect_max) {
+      error(join(path, "reconnect_min"), "must not be larger than source.reconnect_max");
+    }
+  }
+
+  void read_errors(const YAML::Node& node, const std::string& path) {
+    ErrorsConfig& errors = config_.errors;
+    const Field fields[] = {
+        {"policy",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto s = one_of(v, p, {"fail", "dead_letter"})) errors.policy = *s;
+         }},
+        {"dead_letter_topic",
+         [&](const YAML::Node& v, const std::string& p) {
+           auto s = nonempty_string(v, p);
+           if (!s) return;
+           if (auto problem = prefix_problem(*s)) {
+             error(p, std::move(*problem));
+           } else {
+             errors.dead_letter_topic = std::move(*s);
+           }
+         }},
+    };
+    const auto seen = walk(node, path, fields);
+    if (seen && errors.policy == "dead_letter" && !seen->contains("dead_letter_topic")) {
+      error(join(path, "dead_letter_topic"), "required when errors.policy is dead_letter");
+    }
+  }
+
+  void read_heartbeat(const YAML::Node& node, const std::string& path) {
+    HeartbeatConfig& hb = config_.heartbeat;
+    const Field fields[] = {
+        {"enabled",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto b = boolean(v, p)) hb.enabled = *b;
+         }},
+        {"interval",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto d = duration(v, p)) hb.interval = *d;
+         }},
+        {"query",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto s = nonempty_string(v, p)) hb.query = std::move(*s);
+         }},
+    };
+    walk(node, path, fields);
   }
 
   void read_kafka(const YAML::Node& node, const std::string& path) {

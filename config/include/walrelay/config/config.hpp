@@ -91,6 +91,18 @@ struct SourceConfig {
   /// Interval between standby status updates (PostgreSQL docs §55.4 "Standby status update");
   /// must stay below the server's wal_sender_timeout (default 60 s).
   std::chrono::milliseconds status_interval{10'000};
+  /// Where walrelay keeps its durable record of each slot it streamed (server system identifier,
+  /// timeline, last confirmed LSN): `<state_dir>/<slot>.state`. Default: $WALRELAY_STATE_DIR, or
+  /// $XDG_STATE_HOME/walrelay, or ~/.local/state/walrelay.
+  std::string state_dir;
+  /// The operator accepts that changes may be missing from the stream: lets walrelay create a
+  /// fresh slot although its record says it streamed one before (dropped, invalidated or lost in
+  /// a failover), or resume across a timeline change past the fork point. Use once, then remove.
+  bool allow_slot_reset = false;
+  /// Reconnect backoff (PostgreSQL connection lost, slot held by another instance): starts at
+  /// `reconnect_min`, doubles with jitter up to `reconnect_max`.
+  std::chrono::milliseconds reconnect_min{500};
+  std::chrono::milliseconds reconnect_max{30'000};
 };
 
 struct KafkaConfig {
@@ -128,6 +140,23 @@ struct EventsConfig {
   bool transaction_metadata = false;
 };
 
+/// What happens to a change that cannot be published (`errors:`).
+struct ErrorsConfig {
+  /// "fail": stop without confirming past it, exit non-zero (default). "dead_letter": publish the
+  /// original bytes with the reason in headers to `dead_letter_topic`, then go on.
+  std::string policy = "fail";
+  std::string dead_letter_topic;  ///< required with policy dead_letter
+};
+
+/// Keeps the slot's confirmed position moving on idle databases (`heartbeat:`): a transactional
+/// `pg_logical_emit_message(true, 'walrelay', ...)` every `interval` (or `query` instead, for
+/// managed services that forbid it), never published as a user event.
+struct HeartbeatConfig {
+  bool enabled = true;
+  std::chrono::milliseconds interval{10'000};
+  std::string query;  ///< empty: the logical message
+};
+
 struct LogConfig {
   std::string level = "info";  ///< spdlog level: trace, debug, info, warn, error, critical, off
   std::chrono::milliseconds progress_interval{5'000};  ///< period of the progress log line
@@ -144,6 +173,8 @@ struct Config {
   /// Tables never captured even when a `tables` pattern matches them (checked first).
   std::vector<TableConfig> exclude;
   std::vector<MessageOutboxConfig> messages;  ///< logical-message outboxes, by prefix
+  ErrorsConfig errors;
+  HeartbeatConfig heartbeat;
   LogConfig log;
 };
 
