@@ -120,15 +120,16 @@ void KafkaProducer::stop() {
 
 void KafkaProducer::arm() {
   if (stopped_) return;
-  watcher_->async_wait(asio::posix::stream_descriptor::wait_read,
-                       [this](const boost::system::error_code& ec) {
-                         if (ec || stopped_) return;
-                         char drain[64];
-                         while (::read(pipe_read_, drain, sizeof drain) > 0) {
-                         }
-                         poll();
-                         arm();
-                       });
+  watcher_->async_wait(
+      asio::posix::stream_descriptor::wait_read,
+      [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
+        if (alive.expired() || ec || stopped_) return;
+        char drain[64];
+        while (::read(pipe_read_, drain, sizeof drain) > 0) {
+        }
+        poll();
+        arm();
+      });
 }
 
 void KafkaProducer::poll() {

@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <csignal>
 #include <map>
+#include <random>
 
 #include "walrelay/decoder/plugin_options.hpp"
 
@@ -36,105 +37,328 @@ std::string version_string() {
   return WALRELAY_VERSION;
 }
 
+// Connection failures that retrying cannot fix: the operator must change something.
+bool connect_error_is_fatal(const std::string& msg) {
+  for (const char* fatal :
+       {"password authentication failed", "no pg_hba.conf entry", "does not exist",
+        "permission denied", "must be superuser or replication role", "invalid connection option",
+        "source.conninfo"}) {
+    if (msg.find(fatal) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A PostgreSQL duration setting as SHOW prints it (`60s`, `1min`, `500ms`, `0`).
+std::chrono::milliseconds parse_pg_duration(const std::string& text) {
+  std::size_t i = 0;
+  long long n = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') n = n * 10 + (text[i++] - '0');
+  const std::string unit = text.substr(i);
+  if (unit == "ms") return std::chrono::milliseconds(n);
+  if (unit == "s" || unit.empty()) return std::chrono::seconds(n);
+  if (unit == "min") return std::chrono::minutes(n);
+  if (unit == "h") return std::chrono::hours(n);
+  if (unit == "d") return std::chrono::hours(24 * n);
+  return std::chrono::milliseconds(0);
+}
+
+constexpr std::uint64_t kSeqMask = (1ull << 48) - 1;
+constexpr std::uint64_t kEpochMask = 0x7FFF;
+constexpr std::uint64_t kDeadLetterBit = 1ull << 63;
+
 }  // namespace
 
 Connector::Connector(asio::io_context& io, config::Config cfg)
     : io_(io),
       cfg_(std::move(cfg)),
-      stream_(io.get_executor(), cfg_.source.conninfo, "walrelay-" + cfg_.name),
+      state_(cfg_.source.state_dir.empty() ? StateStore::default_dir() : cfg_.source.state_dir,
+             cfg_.source.slot),
       status_timer_(io),
       progress_timer_(io),
-      signals_(io, SIGINT, SIGTERM) {}
+      reconnect_timer_(io),
+      signals_(io, SIGINT, SIGTERM),
+      jitter_(
+          static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count())),
+      status_interval_(cfg_.source.status_interval) {}
 
 Connector::~Connector() = default;
 
-bool Connector::prepare() {
-  auto sys = stream_.connect();
+std::uint64_t Connector::opaque(std::uint64_t seq, bool dead_letter) const {
+  return (seq & kSeqMask) | ((epoch_ & kEpochMask) << 48) | (dead_letter ? kDeadLetterBit : 0);
+}
+
+Connector::Outcome Connector::fatal(ExitCode code) {
+  fatal_code_ = code;
+  return Outcome::kFatal;
+}
+
+ExitCode Connector::run() {
+  spdlog::info("walrelay {} starting connector '{}' (slot record {})", version_string(), cfg_.name,
+               state_.path());
+  auto loaded = state_.load();
+  if (!loaded) {
+    spdlog::error("{}", loaded.error());
+    return ExitCode::kRuntimeError;
+  }
+  record_ = *loaded;
+  try {
+    create_producer();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return ExitCode::kConfigError;
+  }
+  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (ec || stopping_) return;
+    spdlog::info("received signal {}: flushing and stopping", sig);
+    finish(ExitCode::kOk);
+  });
+  asio::post(io_, [this] { start_session(); });
+  io_.run();
+  return exit_code_.value_or(ExitCode::kRuntimeError);
+}
+
+void Connector::create_producer() {
+  producer_ = std::make_unique<sink::KafkaProducer>(
+      io_.get_executor(), cfg_.kafka, "walrelay-" + cfg_.name,
+      [this](const sink::DeliveryReport& r) { on_delivery(r); },
+      [this](const std::string& reason) { on_producer_fatal(reason); });
+  producer_->start();
+  stale_in_flight_ = 0;  // a new producer: nothing of the old one will report
+}
+
+void Connector::start_session() {
+  if (stopping_) return;
+  if (producer_broken_) {
+    producer_->stop();
+    producer_.reset();
+    try {
+      create_producer();
+    } catch (const std::exception& e) {
+      spdlog::error("{}", e.what());
+      finish(ExitCode::kConfigError);
+      return;
+    }
+    producer_broken_ = false;
+  }
+  stream_ = std::make_unique<replication::ReplicationStream>(
+      io_.get_executor(), cfg_.source.conninfo, "walrelay-" + cfg_.name);
+  reason_.clear();
+  Outcome outcome = prepare();
+  if (outcome != Outcome::kStreaming) {
+    stream_->close();
+    after_session(outcome, reason_);
+    return;
+  }
+  replication::ReplicationStream::Handlers handlers{
+      [this](const replication::XLogData& x) { on_xlogdata(x); },
+      [this](const replication::Keepalive& k) { on_keepalive(k); },
+      [this](replication::StreamEnd how, const std::string& reason) {
+        on_stream_end(how, reason);
+      }};
+  // 0/0: the server resumes from the slot's confirmed_flush_lsn.
+  if (auto started = stream_->start(cfg_.source.slot, Lsn{}, plugin_options_, std::move(handlers));
+      !started) {
+    stream_->close();
+    // Another instance took the slot between the check and START_REPLICATION (SQLSTATE 55006).
+    const bool in_use = started.error().find("is active for PID") != std::string::npos;
+    after_session(in_use ? Outcome::kStandby : Outcome::kRetry,
+                  "START_REPLICATION failed: " + started.error());
+    return;
+  }
+  streaming_ = true;
+  backoff_ = std::chrono::milliseconds(0);
+  standby_logged_ = false;
+  spdlog::info(
+      "streaming: server {} (system {}, timeline {}), database {}, slot {} from "
+      "confirmed_flush_lsn {}, server WAL at {}, topic prefix '{}', kafka {}",
+      system_.server_version, system_.system_id, system_.timeline, system_.dbname, cfg_.source.slot,
+      start_lsn_.to_string(), system_.xlogpos.to_string(), cfg_.topics.prefix,
+      cfg_.kafka.bootstrap_servers);
+  if (!heartbeat_ && cfg_.heartbeat.enabled) {
+    heartbeat_ = std::make_unique<Heartbeat>(io_.get_executor(), cfg_.source.conninfo,
+                                             "walrelay-heartbeat-" + cfg_.name, cfg_.heartbeat);
+    heartbeat_->start();
+  }
+  last_progress_ = std::chrono::steady_clock::now();
+  schedule_status();
+  schedule_progress();
+}
+
+Connector::Outcome Connector::prepare() {
+  auto sys = stream_->connect();
   if (!sys) {
-    spdlog::error("{}", sys.error());
-    return false;
+    reason_ = sys.error();
+    return connect_error_is_fatal(sys.error()) ? fatal(ExitCode::kRuntimeError) : Outcome::kRetry;
   }
   system_ = *sys;
 
-  if (auto wal_level = stream_.query("SHOW wal_level"); !wal_level) {
-    spdlog::error("cannot read wal_level: {}", wal_level.error());
-    return false;
-  } else if (wal_level->empty() || (*wal_level)[0][0].value_or("") != "logical") {
-    spdlog::error(
-        "wal_level is '{}': logical decoding needs wal_level=logical (PostgreSQL docs "
-        "§20.5.1); set it in postgresql.conf and restart the server",
-        wal_level->empty() ? "" : (*wal_level)[0][0].value_or(""));
-    return false;
+  auto wal_level = stream_->query("SHOW wal_level");
+  if (!wal_level) {
+    reason_ = "cannot read wal_level: " + wal_level.error();
+    return Outcome::kRetry;
+  }
+  if (wal_level->empty() || (*wal_level)[0][0].value_or("") != "logical") {
+    reason_ = "wal_level is '" + (wal_level->empty() ? "" : (*wal_level)[0][0].value_or("")) +
+              "': logical decoding needs wal_level=logical (PostgreSQL docs §20.5.1); set it in "
+              "postgresql.conf and restart the server";
+    return fatal(ExitCode::kRuntimeError);
+  }
+  // Standby status updates must come well within wal_sender_timeout, or the server drops the
+  // connection (shared/cases/README.md item 13).
+  status_interval_ = cfg_.source.status_interval;
+  if (auto t = stream_->query("SHOW wal_sender_timeout"); t && !t->empty()) {
+    const auto timeout = parse_pg_duration((*t)[0][0].value_or("0"));
+    if (timeout.count() > 0 && status_interval_ * 2 > timeout) {
+      status_interval_ = std::max(std::chrono::milliseconds(100), timeout / 3);
+      spdlog::warn(
+          "source.status_interval {} ms is not well below the server's wal_sender_timeout "
+          "{} ms: sending standby status updates every {} ms",
+          cfg_.source.status_interval.count(), timeout.count(), status_interval_.count());
+    }
   }
 
   const std::string& slot = cfg_.source.slot;
-  auto found = stream_.find_slot(slot);
+  const bool allow_reset = cfg_.source.allow_slot_reset;
+  // The durable slot record: a different cluster, or a failover past what walrelay confirmed,
+  // means the slot's stream may be missing changes.
+  if (record_ && !allow_reset) {
+    if (record_->system_id != system_.system_id) {
+      reason_ = "connected to PostgreSQL system " + system_.system_id + ", but slot " + slot +
+                " was streamed from system " + record_->system_id + " up to LSN " +
+                record_->confirmed.to_string() +
+                ": changes after it may be missing here. Last safe LSN: " +
+                record_->confirmed.to_string() +
+                ". Set source.allow_slot_reset: true to accept that and start over";
+      return fatal(ExitCode::kSlotLost);
+    }
+    if (record_->timeline != system_.timeline) {
+      auto history = stream_->query("TIMELINE_HISTORY " + std::to_string(system_.timeline));
+      std::optional<Lsn> fork;
+      if (history && !history->empty() && (*history)[0].size() >= 2) {
+        fork = timeline_switchpoint((*history)[0][1].value_or(""), record_->timeline);
+      }
+      if (!fork || record_->confirmed > *fork) {
+        reason_ =
+            "the server is on timeline " + std::to_string(system_.timeline) +
+            " after a failover; timeline " + std::to_string(record_->timeline) +
+            (fork ? " ended at " + fork->to_string() : std::string(" is not in its history")) +
+            " but walrelay had confirmed up to " + record_->confirmed.to_string() +
+            ": those changes may be lost. Last safe LSN: " +
+            (fork ? fork->to_string() : record_->confirmed.to_string()) +
+            ". Set source.allow_slot_reset: true to accept that";
+        return fatal(ExitCode::kSlotLost);
+      }
+      spdlog::info(
+          "timeline {} → {} (fork at {}): walrelay's confirmed position {} is before the "
+          "fork, resuming",
+          record_->timeline, system_.timeline, fork->to_string(), record_->confirmed.to_string());
+    }
+  }
+
+  auto found = stream_->find_slot(slot);
   if (!found) {
-    spdlog::error("cannot look up slot {}: {}", slot, found.error());
-    return false;
+    reason_ = "cannot look up slot " + slot + ": " + found.error();
+    return Outcome::kRetry;
   }
   if (!*found) {
+    if (record_ && !allow_reset) {
+      reason_ = "replication slot '" + slot +
+                "' no longer exists (dropped, or lost in a "
+                "failover), but walrelay streamed it up to LSN " +
+                record_->confirmed.to_string() +
+                ". A fresh slot would silently skip every change since. Last safe LSN: " +
+                record_->confirmed.to_string() +
+                ". Set source.allow_slot_reset: true to create a new slot anyway";
+      return fatal(ExitCode::kSlotLost);
+    }
     if (!cfg_.source.create_slot) {
-      spdlog::error("replication slot '{}' does not exist and source.create_slot is false", slot);
-      return false;
+      reason_ = "replication slot '" + slot + "' does not exist and source.create_slot is false";
+      return fatal(ExitCode::kRuntimeError);
     }
     // SNAPSHOT 'nothing' while walrelay only streams; an initial load will create the slot with
     // 'export' and read the snapshot before START_REPLICATION.
-    auto created = stream_.create_slot(slot, "wal2json", "nothing");
+    auto created = stream_->create_slot(slot, "wal2json", "nothing");
     if (!created) {
-      spdlog::error("cannot create replication slot '{}': {}", slot, created.error());
-      return false;
+      reason_ = "cannot create replication slot '" + slot + "': " + created.error();
+      return Outcome::kRetry;
     }
     spdlog::info("created replication slot {} (plugin wal2json) at consistent point {}", slot,
                  created->first.to_string());
     start_lsn_ = created->first;
   } else {
     const auto& s = **found;
-    if (s.slot_type != "logical") {
-      spdlog::error("replication slot '{}' is a {} slot; walrelay needs a logical slot", slot,
-                    s.slot_type);
-      return false;
-    }
-    if (s.plugin != "wal2json") {
-      spdlog::error(
-          "replication slot '{}' uses output plugin '{}'; walrelay needs 'wal2json'. "
-          "Drop it or configure another source.slot",
-          slot, s.plugin);
-      return false;
+    if (s.slot_type != "logical" || s.plugin != "wal2json") {
+      reason_ = "replication slot '" + slot + "' is a " + s.slot_type + " slot with plugin '" +
+                s.plugin +
+                "'; walrelay needs a logical slot with wal2json. Drop it or configure "
+                "another source.slot";
+      return fatal(ExitCode::kRuntimeError);
     }
     if (s.database != system_.dbname) {
-      spdlog::error("replication slot '{}' belongs to database '{}', not '{}'", slot, s.database,
-                    system_.dbname);
-      return false;
+      reason_ = "replication slot '" + slot + "' belongs to database '" + s.database + "', not '" +
+                system_.dbname + "'";
+      return fatal(ExitCode::kRuntimeError);
     }
     if (s.wal_status == "lost") {
-      spdlog::error(
-          "replication slot '{}' is invalidated (wal_status=lost): changes after {} may "
-          "be gone. Not streaming from it",
-          slot, s.confirmed_flush_lsn.to_string());
-      return false;
+      reason_ = "replication slot '" + slot +
+                "' is invalidated (wal_status=lost, e.g. by "
+                "max_slot_wal_keep_size): changes after " +
+                s.confirmed_flush_lsn.to_string() +
+                " may be gone. Last safe LSN: " + s.confirmed_flush_lsn.to_string() +
+                ". Drop the slot and set source.allow_slot_reset: true to start over";
+      return fatal(ExitCode::kSlotLost);
     }
     if (s.active) {
-      spdlog::error("replication slot '{}' is in use by another process (active_pid {})", slot,
-                    s.active_pid.value_or(0));
-      return false;
+      reason_ = "replication slot '" + slot + "' is in use by another process (active_pid " +
+                (s.active_pid ? std::to_string(*s.active_pid) : std::string("?")) + ")";
+      return Outcome::kStandby;
     }
     start_lsn_ = s.confirmed_flush_lsn;
   }
+  tracker_ = sink::AckTracker{};
   tracker_.set_confirmed(start_lsn_);
   last_sent_flush_ = start_lsn_;
+  received_lsn_ = Lsn{};
+  in_txn_ = false;
+  pending_ = {};
 
-  catalog_ =
-      std::make_unique<Catalog>(cfg_.source.conninfo, "walrelay-catalog-" + cfg_.name, types_);
-  if (auto connected = catalog_->connect(); !connected) {
-    spdlog::error("{}", connected.error());
-    return false;
+  if (!catalog_) {
+    catalog_ =
+        std::make_unique<Catalog>(cfg_.source.conninfo, "walrelay-catalog-" + cfg_.name, types_);
+    if (auto connected = catalog_->connect(); !connected) {
+      reason_ = connected.error();
+      catalog_.reset();
+      return connect_error_is_fatal(reason_) ? fatal(ExitCode::kRuntimeError) : Outcome::kRetry;
+    }
   }
-  router_ = std::make_unique<router::EventRouter>(
-      router::RouterSettings{cfg_.name, cfg_.topics.prefix, system_.dbname, version_string(),
-                             cfg_.events},
-      cfg_, catalog_.get(), types_);
+  if (!router_) {
+    router_ = std::make_unique<router::EventRouter>(
+        router::RouterSettings{cfg_.name, cfg_.topics.prefix, system_.dbname, version_string(),
+                               cfg_.events},
+        cfg_, catalog_.get(), types_);
+    if (auto checked = check_tables(); checked != Outcome::kStreaming) {
+      router_.reset();
+      return checked;
+    }
+  }
 
+  // The record now names this cluster, timeline and slot; the confirmed position never moves
+  // back in it.
+  SlotRecord rec;
+  rec.system_id = system_.system_id;
+  rec.timeline = system_.timeline;
+  rec.database = system_.dbname;
+  rec.slot = slot;
+  rec.confirmed = start_lsn_;
+  if (record_ && record_->confirmed > rec.confirmed && record_->system_id == rec.system_id) {
+    rec.confirmed = record_->confirmed;
+  }
+  record_ = rec;
+  save_record();
+  return Outcome::kStreaming;
+}
+
+Connector::Outcome Connector::check_tables() {
   // Look the configured tables up: name them in the summary, detect topic collisions, and warn
   // about tables whose UPDATE/DELETE wal2json would drop silently (shared/cases/README.md item 4).
   std::vector<decoder::TableFilter> filters;
@@ -146,7 +370,7 @@ bool Connector::prepare() {
       filter_on_server = false;  // wal2json's add-tables only knows a whole `*`
     }
     filters.push_back({tc.schema_pattern, tc.table_pattern});
-    auto rows = stream_.query(
+    auto rows = stream_->query(
         "SELECT n.nspname, c.relname, c.relreplident, "
         "EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary "
         "AND i.indimmediate), c.relkind "
@@ -158,8 +382,8 @@ bool Connector::prepare() {
         replication::quote_literal(glob_to_like(tc.schema_pattern)) + " AND c.relname LIKE " +
         replication::quote_literal(glob_to_like(tc.table_pattern)) + " ORDER BY 1, 2");
     if (!rows) {
-      spdlog::error("cannot look up tables for '{}': {}", tc.name, rows.error());
-      return false;
+      reason_ = "cannot look up tables for '" + tc.name + "': " + rows.error();
+      return Outcome::kRetry;
     }
     if (rows->empty()) {
       spdlog::warn("tables entry '{}' matches no table yet", tc.name);
@@ -186,16 +410,14 @@ bool Connector::prepare() {
             "table {} maps to topic '{}', longer than Kafka's 249 characters; set a "
             "shorter `topic` for it",
             qualified, topic);
-        prepare_exit_ = ExitCode::kConfigError;
-        return false;
+        return fatal(ExitCode::kConfigError);
       }
       if (auto [it, inserted] = topics.emplace(topic, qualified); !inserted) {
         spdlog::error(
             "tables {} and {} would both publish to topic '{}' (names are mapped to "
             "Kafka's [A-Za-z0-9._-]); give one of them its own `topic`",
             it->second, qualified, topic);
-        prepare_exit_ = ExitCode::kConfigError;
-        return false;
+        return fatal(ExitCode::kConfigError);
       }
       const std::string ident = r[2].value_or("d");
       const bool has_pk = r[3].value_or("f") == "t";
@@ -226,73 +448,97 @@ bool Connector::prepare() {
   std::string summary;
   for (const auto& r : routes) summary += (summary.empty() ? "" : ", ") + r;
   spdlog::info("tables ({}): {}", routes.size(), summary.empty() ? "none yet" : summary);
-  return true;
+  return Outcome::kStreaming;
 }
 
-ExitCode Connector::run() {
-  spdlog::info("walrelay {} starting connector '{}'", version_string(), cfg_.name);
-  if (!prepare()) {
-    stream_.close();
-    return prepare_exit_;
+void Connector::after_session(Outcome outcome, const std::string& reason) {
+  if (stopping_) return;
+  std::chrono::milliseconds delay{0};
+  switch (outcome) {
+    case Outcome::kStreaming:
+      return;
+    case Outcome::kFatal:
+      spdlog::error("{}", reason);
+      finish(fatal_code_);
+      return;
+    case Outcome::kStandby:
+      // Two instances must never both stream: wait until the holder lets the slot go (a crashed
+      // holder keeps it "active" until wal_sender_timeout, shared/cases/README.md item 13).
+      if (!standby_logged_) {
+        spdlog::warn("{}: waiting as a hot standby, retrying every {} ms", reason,
+                     std::max<long long>(cfg_.source.reconnect_min.count(), 1000));
+        standby_logged_ = true;
+      }
+      delay = std::max(cfg_.source.reconnect_min, std::chrono::milliseconds(1000));
+      break;
+    case Outcome::kRetry: {
+      ++reconnects_;
+      backoff_ = backoff_.count() == 0 ? cfg_.source.reconnect_min
+                                       : std::min(backoff_ * 2, cfg_.source.reconnect_max);
+      // ±25 % jitter so that many connectors do not reconnect in lockstep.
+      std::uniform_real_distribution<double> spread(0.75, 1.25);
+      delay = std::chrono::milliseconds(
+          static_cast<long long>(static_cast<double>(backoff_.count()) * spread(jitter_)));
+      spdlog::warn("{}: reconnecting in {} ms", reason, delay.count());
+      break;
+    }
   }
-  try {
-    producer_ = std::make_unique<sink::KafkaProducer>(
-        io_.get_executor(), cfg_.kafka, "walrelay-" + cfg_.name,
-        [this](const sink::DeliveryReport& r) { on_delivery(r); },
-        [this](const std::string& reason) {
-          spdlog::error(
-              "Kafka producer fatal error: {}; not confirming anything past the "
-              "unacknowledged events",
-              reason);
-          shutdown(ExitCode::kDeliveryFailed);
-        });
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    stream_.close();
-    return ExitCode::kConfigError;
-  }
-  producer_->start();
-
-  replication::ReplicationStream::Handlers handlers{
-      [this](const replication::XLogData& x) { on_xlogdata(x); },
-      [this](const replication::Keepalive& k) { on_keepalive(k); },
-      [this](replication::StreamEnd how, const std::string& reason) {
-        on_stream_end(how, reason);
-      }};
-  // 0/0: the server resumes from the slot's confirmed_flush_lsn.
-  if (auto started = stream_.start(cfg_.source.slot, Lsn{}, plugin_options_, std::move(handlers));
-      !started) {
-    spdlog::error("START_REPLICATION failed: {}", started.error());
-    producer_->stop();
-    stream_.close();
-    return ExitCode::kRuntimeError;
-  }
-  spdlog::info(
-      "streaming: server {} (system {}, timeline {}), database {}, slot {} from "
-      "confirmed_flush_lsn {}, server WAL at {}, topic prefix '{}', kafka {}",
-      system_.server_version, system_.system_id, system_.timeline, system_.dbname, cfg_.source.slot,
-      start_lsn_.to_string(), system_.xlogpos.to_string(), cfg_.topics.prefix,
-      cfg_.kafka.bootstrap_servers);
-
-  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    spdlog::info("received signal {}: flushing and stopping", sig);
-    shutdown(ExitCode::kOk);
+  reconnect_timer_.expires_after(delay);
+  reconnect_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_) return;
+    start_session();
   });
-  last_progress_ = std::chrono::steady_clock::now();
-  schedule_status();
-  schedule_progress();
-  io_.run();
-  return exit_code_.value_or(ExitCode::kRuntimeError);
+}
+
+void Connector::end_session() {
+  streaming_ = false;
+  status_timer_.cancel();
+  progress_timer_.cancel();
+  if (stream_) stream_->close();
+  // Events of this session still in flight report under the old epoch and are ignored: the next
+  // session replays everything after the slot's confirmed position (at least once). Per
+  // partition they still come before the replay, so no key's order changes.
+  ++epoch_;
+  stale_in_flight_ += tracker_.in_flight_events();
+  tracker_ = sink::AckTracker{};
+  in_txn_ = false;
+  pending_ = {};
+}
+
+void Connector::on_stream_end(replication::StreamEnd how, const std::string& reason) {
+  if (stopping_ || !streaming_) return;
+  end_session();
+  after_session(Outcome::kRetry,
+                std::string("replication stream ended (") +
+                    (how == replication::StreamEnd::kServerEnded ? "by the server" : "error") +
+                    "): " + reason);
+}
+
+void Connector::on_producer_fatal(const std::string& reason) {
+  // Called from inside the producer's poll: act after it returns.
+  asio::post(io_, [this, reason] {
+    if (stopping_ || producer_broken_) return;
+    producer_broken_ = true;
+    const std::string why = "Kafka producer fatal error: " + reason +
+                            "; restarting with a new producer from the slot's confirmed position";
+    if (streaming_) {
+      stream_->pause();
+      end_session();
+    } else {
+      reconnect_timer_.cancel();
+    }
+    after_session(Outcome::kRetry, why);
+  });
 }
 
 void Connector::on_xlogdata(const replication::XLogData& x) {
-  if (stopping_) return;
+  if (stopping_ || !streaming_) return;
   if (x.data_start > received_lsn_) received_lsn_ = x.data_start;
   auto decoded = decoder_.decode(x.data);
   if (!decoded) {
-    fail_mapping("cannot decode wal2json output at LSN " + x.data_start.to_string() + ": " +
-                 decoded.error().reason);
+    handle_unmappable("cannot decode wal2json output at LSN " + x.data_start.to_string() + ": " +
+                          decoded.error().reason,
+                      x.data, nullptr);
     return;
   }
   const decoder::Change& c = **decoded;
@@ -300,7 +546,8 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   switch (c.action) {
     case Action::kBegin: {
       if (in_txn_) {
-        fail_mapping("wal2json sent BEGIN inside a transaction at LSN " + c.lsn.to_string());
+        handle_unmappable("wal2json sent BEGIN inside a transaction at LSN " + c.lsn.to_string(),
+                          x.data, nullptr);
         return;
       }
       tracker_.begin(c.next_lsn);
@@ -310,7 +557,8 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
     }
     case Action::kCommit:
       if (!in_txn_) {
-        fail_mapping("wal2json sent COMMIT outside a transaction at LSN " + c.lsn.to_string());
+        handle_unmappable("wal2json sent COMMIT outside a transaction at LSN " + c.lsn.to_string(),
+                          x.data, nullptr);
         return;
       }
       pending_ = router_->commit();
@@ -328,8 +576,9 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   if (standalone) tracker_.begin(c.lsn);
   auto routed = router_->route(c);
   if (!routed) {
-    fail_mapping(routed.error().reason + " (xid " + std::to_string(c.xid) + ", LSN " +
-                 c.lsn.to_string() + ")");
+    std::string reason = routed.error().reason;
+    reason += " (xid " + std::to_string(c.xid) + ", LSN " + c.lsn.to_string() + ")";
+    if (handle_unmappable(reason, x.data, &c) && standalone) tracker_.commit();
     return;
   }
   pending_ = *routed;
@@ -340,27 +589,99 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   apply_backpressure();
 }
 
+bool Connector::handle_unmappable(const std::string& reason, std::string_view original,
+                                  const decoder::Change* change) {
+  if (cfg_.errors.policy != "dead_letter") {
+    spdlog::error("{}; stopping without confirming past it (errors.policy=fail)", reason);
+    finish(ExitCode::kMappingFailed);
+    return false;
+  }
+  const bool standalone = !tracker_.open_txn().has_value();
+  const Lsn lsn = change != nullptr ? change->lsn : received_lsn_;
+  if (standalone) tracker_.begin(lsn);
+  std::string source;
+  if (change != nullptr && !change->table.empty()) {
+    source = std::string(change->schema) + "." + std::string(change->table);
+  } else if (change != nullptr && change->action == decoder::Action::kMessage) {
+    source = "message:" + std::string(change->prefix);
+  }
+  const bool ok = publish_dead_letter(*tracker_.open_txn(), "mapping", reason, source, std::nullopt,
+                                      original, lsn, {});
+  if (!ok) return false;
+  ++dead_lettered_mapping_;
+  if (standalone && change == nullptr) tracker_.commit();
+  return true;
+}
+
+bool Connector::publish_dead_letter(std::uint64_t seq, std::string_view kind,
+                                    const std::string& reason, std::string_view source,
+                                    std::optional<std::string_view> key,
+                                    std::optional<std::string_view> body, Lsn lsn,
+                                    std::string_view event_id) {
+  dlq_header_values_.assign(
+      {std::string(kind), reason, std::string(source), lsn.to_string(), std::string(event_id)});
+  std::vector<Header> headers = {{"walrelay.error.kind", dlq_header_values_[0]},
+                                 {"walrelay.error.reason", dlq_header_values_[1]},
+                                 {"walrelay.source", dlq_header_values_[2]},
+                                 {"walrelay.lsn", dlq_header_values_[3]}};
+  if (!event_id.empty()) headers.push_back({"id", dlq_header_values_[4]});
+  Record rec{cfg_.errors.dead_letter_topic, key, body, headers, 0};
+  rd_kafka_resp_err_t err = producer_->produce(rec, opaque(seq, true));
+  if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE && rec.value) {
+    // The original itself is too large: a record with the headers and no body.
+    rec.value = std::nullopt;
+    err = producer_->produce(rec, opaque(seq, true));
+  }
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    spdlog::error(
+        "{} (LSN {}); publishing it to the dead-letter topic {} failed too: {}; stopping "
+        "without confirming past it",
+        reason, lsn.to_string(), cfg_.errors.dead_letter_topic, rd_kafka_err2str(err));
+    finish(kind == "mapping" ? ExitCode::kMappingFailed : ExitCode::kDeliveryFailed);
+    return false;
+  }
+  tracker_.add_event_to(seq, sink::record_bytes(rec));
+  spdlog::warn("dead-lettered ({}) to {}: {} (LSN {})", kind, cfg_.errors.dead_letter_topic, reason,
+               lsn.to_string());
+  return true;
+}
+
 bool Connector::publish_pending() {
   while (pending_next_ < pending_.size()) {
     const Record& rec = pending_[pending_next_];
     const auto seq = *tracker_.open_txn();
-    const rd_kafka_resp_err_t err = producer_->produce(rec, seq);
+    const rd_kafka_resp_err_t err = producer_->produce(rec, opaque(seq, false));
     if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
       // librdkafka's queue limits (possibly lowered in kafka.properties) are full: wait for
       // delivery reports to free room, then publish the rest of this change (the records stay
       // valid: nothing is decoded or routed while the stream is paused).
-      stream_.pause();
+      stream_->pause();
       return false;
     }
+    if (err == RD_KAFKA_RESP_ERR__FATAL) return false;  // on_producer_fatal restarts the session
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      spdlog::error(
-          "cannot publish to topic {} (key {}, transaction ending at LSN {}, change at "
-          "LSN {}): {}",
-          rec.topic, rec.key ? std::string(*rec.key) : std::string("null"),
-          tracker_.next_lsn_of(seq).value_or(Lsn{}).to_string(), pending_lsn_.to_string(),
-          rd_kafka_err2str(err));
+      const std::string key = rec.key ? std::string(*rec.key) : std::string("null");
+      std::string event_id;
+      for (const auto& h : rec.headers) {
+        if (h.name == "id") event_id = h.value;
+      }
+      const std::string reason = std::string("cannot publish to topic ") + std::string(rec.topic) +
+                                 " (key " + key + ", transaction ending at LSN " +
+                                 tracker_.next_lsn_of(seq).value_or(Lsn{}).to_string() +
+                                 "): " + rd_kafka_err2str(err);
+      if (cfg_.errors.policy == "dead_letter" && err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+        // A record over message.max.bytes fails synchronously (shared/cases/README.md item 12).
+        if (!publish_dead_letter(seq, "oversize", reason, rec.topic, rec.key, std::nullopt,
+                                 pending_lsn_, event_id)) {
+          return false;
+        }
+        ++dead_lettered_oversize_;
+        ++pending_next_;
+        continue;
+      }
+      spdlog::error("{}; stopping without confirming past it", reason);
       pending_ = {};
-      shutdown(ExitCode::kDeliveryFailed);
+      finish(ExitCode::kDeliveryFailed);
       return false;
     }
     tracker_.add_event(sink::record_bytes(rec));
@@ -384,58 +705,100 @@ bool Connector::publish_pending() {
 }
 
 void Connector::apply_backpressure() {
-  if (stream_.paused() || stopping_) return;
-  if (tracker_.in_flight_events() >= cfg_.kafka.max_in_flight_events ||
+  if (!streaming_ || stream_->paused() || stopping_) return;
+  if (tracker_.in_flight_events() + stale_in_flight_ >= cfg_.kafka.max_in_flight_events ||
       tracker_.in_flight_bytes() >= cfg_.kafka.max_in_flight_bytes) {
     spdlog::debug("backpressure: {} events / {} bytes in flight, pausing the slot",
                   tracker_.in_flight_events(), tracker_.in_flight_bytes());
-    stream_.pause();
+    stream_->pause();
+  }
+}
+
+void Connector::maybe_resume() {
+  if (!streaming_ || stopping_ || !stream_->paused()) return;
+  if (!pending_.empty() && !publish_pending()) return;
+  if (tracker_.in_flight_events() + stale_in_flight_ < cfg_.kafka.max_in_flight_events &&
+      tracker_.in_flight_bytes() < cfg_.kafka.max_in_flight_bytes) {
+    stream_->resume();
   }
 }
 
 void Connector::on_delivery(const sink::DeliveryReport& r) {
-  if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    tracker_.on_ack(r.opaque, r.bytes);
-  } else {
-    const auto lsn = tracker_.next_lsn_of(r.opaque);
-    tracker_.on_failure(r.opaque, r.bytes);
-    if (!stopping_) {
-      spdlog::error(
-          "delivery failed for good: topic {}, key {}, transaction ending at LSN {}: {}; "
-          "not confirming this transaction or anything after it",
-          r.topic, r.key.empty() ? std::string("null") : std::string(r.key),
-          lsn ? lsn->to_string() : std::string("?"), rd_kafka_err2str(r.err));
-      shutdown(ExitCode::kDeliveryFailed);
-    }
+  const std::uint64_t seq = r.opaque & kSeqMask;
+  const std::uint64_t epoch = (r.opaque >> 48) & kEpochMask;
+  const bool dead_letter = (r.opaque & kDeadLetterBit) != 0;
+  if (epoch != (epoch_ & kEpochMask)) {
+    // A report from an ended session: its transaction is replayed by the current one.
+    if (stale_in_flight_ > 0) --stale_in_flight_;
+    maybe_resume();
     return;
   }
-  if (!stream_.paused() || stopping_) return;
-  if (!pending_.empty() && !publish_pending()) return;
-  if (tracker_.in_flight_events() < cfg_.kafka.max_in_flight_events &&
-      tracker_.in_flight_bytes() < cfg_.kafka.max_in_flight_bytes) {
-    stream_.resume();
+  if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    tracker_.on_ack(seq, r.bytes);
+    maybe_resume();
+    return;
   }
+  const auto lsn = tracker_.next_lsn_of(seq);
+  const std::string key = r.has_key ? std::string(r.key) : std::string("null");
+  if (stopping_) {
+    tracker_.on_failure(seq, r.bytes);
+    return;
+  }
+  const std::string reason = "delivery failed for good: topic " + std::string(r.topic) + ", key " +
+                             key + ", transaction ending at LSN " +
+                             (lsn ? lsn->to_string() : std::string("?")) + ": " +
+                             rd_kafka_err2str(r.err);
+  if (!dead_letter && cfg_.errors.policy == "dead_letter") {
+    // The dead-letter record takes the failed event's place in its transaction.
+    if (publish_dead_letter(seq, "delivery", reason, r.topic,
+                            r.has_key ? std::optional<std::string_view>(r.key) : std::nullopt,
+                            r.has_value ? std::optional<std::string_view>(r.value) : std::nullopt,
+                            lsn.value_or(Lsn{}), r.event_id)) {
+      ++dead_lettered_delivery_;
+      tracker_.on_ack(seq, r.bytes);
+      return;
+    }
+    tracker_.on_failure(seq, r.bytes);
+    return;  // publish_dead_letter stopped the connector
+  }
+  tracker_.on_failure(seq, r.bytes);
+  spdlog::error("{}{}; not confirming this transaction or anything after it", reason,
+                dead_letter ? " (this was the dead-letter record)" : "");
+  finish(ExitCode::kDeliveryFailed);
 }
 
 void Connector::on_keepalive(const replication::Keepalive& k) {
   if (k.wal_end > server_wal_end_) server_wal_end_ = k.wal_end;
   // Nothing open or in flight: the server's WAL end is safe to confirm, so an idle database (or
-  // one whose writes are all filtered out) does not pile up WAL behind the slot.
-  if (!in_txn_) tracker_.advance_idle(k.wal_end);
+  // one whose writes are all filtered out) does not pile up WAL behind the slot
+  // (shared/cases/BUG-18.md).
+  if (!in_txn_ && pending_.empty()) tracker_.advance_idle(k.wal_end);
   if (k.reply_requested) send_status(false);
 }
 
 void Connector::send_status(bool reply_requested) {
+  if (!streaming_) return;
   const Lsn flush = tracker_.flush_lsn();
   const Lsn write = std::max(received_lsn_, flush);
-  stream_.send_status(write, flush, flush, reply_requested);
+  stream_->send_status(write, flush, flush, reply_requested);
   last_sent_flush_ = flush;
+  if (record_ && flush > record_->confirmed) {
+    record_->confirmed = flush;
+    save_record();
+  }
+}
+
+void Connector::save_record() {
+  if (!record_) return;
+  if (auto saved = state_.save(*record_); !saved) {
+    spdlog::warn("cannot save the slot record: {}", saved.error());
+  }
 }
 
 void Connector::schedule_status() {
-  status_timer_.expires_after(cfg_.source.status_interval);
+  status_timer_.expires_after(status_interval_);
   status_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || stopping_) return;
+    if (ec || stopping_ || !streaming_) return;
     send_status(false);
     schedule_status();
   });
@@ -444,7 +807,7 @@ void Connector::schedule_status() {
 void Connector::schedule_progress() {
   progress_timer_.expires_after(cfg_.log.progress_interval);
   progress_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || stopping_) return;
+    if (ec || stopping_ || !streaming_) return;
     const auto now = std::chrono::steady_clock::now();
     const double secs = std::chrono::duration<double>(now - last_progress_).count();
     const double rate =
@@ -452,38 +815,30 @@ void Connector::schedule_progress() {
     const Lsn flush = tracker_.flush_lsn();
     const std::uint64_t lag = server_wal_end_ > flush ? server_wal_end_.value() - flush.value() : 0;
     spdlog::info(
-        "progress: {:.0f} events/s, {} events total, flush_lsn {}, lag {} bytes, "
-        "in flight {} events / {} bytes{}",
+        "progress: {:.0f} events/s, {} events total, flush_lsn {}, lag {} bytes, in flight {} "
+        "events / {} bytes, dead-lettered {} mapping / {} oversize / {} delivery, {} "
+        "reconnects{}",
         rate, events_total_, flush.to_string(), lag, tracker_.in_flight_events(),
-        tracker_.in_flight_bytes(), stream_.paused() ? " (paused: backpressure)" : "");
+        tracker_.in_flight_bytes(), dead_lettered_mapping_, dead_lettered_oversize_,
+        dead_lettered_delivery_, reconnects_, stream_->paused() ? " (paused: backpressure)" : "");
     events_at_last_progress_ = events_total_;
     last_progress_ = now;
     schedule_progress();
   });
 }
 
-void Connector::fail_mapping(const std::string& reason) {
-  spdlog::error("{}; stopping without confirming past it", reason);
-  shutdown(ExitCode::kMappingFailed);
-}
-
-void Connector::on_stream_end(replication::StreamEnd how, const std::string& reason) {
-  if (stopping_) return;
-  spdlog::error("replication stream ended ({}): {}",
-                how == replication::StreamEnd::kServerEnded ? "server" : "error", reason);
-  shutdown(ExitCode::kRuntimeError);
-}
-
-void Connector::shutdown(ExitCode code) {
+void Connector::finish(ExitCode code) {
   if (stopping_) return;
   stopping_ = true;
   exit_code_ = code;
-  stream_.pause();
+  if (stream_) stream_->pause();
   status_timer_.cancel();
   progress_timer_.cancel();
+  reconnect_timer_.cancel();
   boost::system::error_code ec;
   signals_.cancel(ec);
-  // Defer the blocking part: shutdown may be called from inside a delivery report.
+  if (heartbeat_) heartbeat_->stop();
+  // Defer the blocking part: finish may be called from inside a delivery report.
   asio::post(io_, [this] {
     if (producer_) {
       const int left = producer_->flush(cfg_.kafka.flush_timeout);
@@ -496,14 +851,18 @@ void Connector::shutdown(ExitCode code) {
       }
       producer_->stop();
     }
-    const Lsn flush = tracker_.flush_lsn();
-    if (stream_.send_status_blocking(std::max(received_lsn_, flush), flush, flush)) {
-      spdlog::info("confirmed flush_lsn {} to the server", flush.to_string());
-    } else {
-      spdlog::warn("could not send the last standby status update; the server keeps flush_lsn {}",
-                   last_sent_flush_.to_string());
+    if (streaming_) {
+      const Lsn flush = tracker_.flush_lsn();
+      if (stream_->send_status_blocking(std::max(received_lsn_, flush), flush, flush)) {
+        spdlog::info("confirmed flush_lsn {} to the server", flush.to_string());
+        if (record_ && flush > record_->confirmed) record_->confirmed = flush;
+      } else {
+        spdlog::warn("could not send the last standby status update; the server keeps flush_lsn {}",
+                     last_sent_flush_.to_string());
+      }
     }
-    stream_.close();
+    save_record();
+    if (stream_) stream_->close();
     io_.stop();
   });
 }

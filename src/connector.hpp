@@ -4,13 +4,17 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 
 #include "catalog.hpp"
 #include "exit_code.hpp"
+#include "heartbeat.hpp"
 #include "replication/replication_stream.hpp"
+#include "state_store.hpp"
 #include "walrelay/config/config.hpp"
 #include "walrelay/decoder/wal2json_decoder.hpp"
 #include "walrelay/router/event_router.hpp"
@@ -22,63 +26,117 @@ namespace walrelay {
 /// Wires the data path on one io_context (architecture.md):
 /// ReplicationStream → Wal2JsonDecoder → EventRouter → KafkaProducer, and delivery reports →
 /// AckTracker → flush LSN → standby status updates. Owns every piece; single-threaded.
+///
+/// Runs replication *sessions*: a session connects, checks the slot against walrelay's durable
+/// slot record, streams, and ends when the connection or the producer fails. Whether to start
+/// another session, and when, is decided in one place (`after_session`): retriable ends reconnect
+/// with bounded, jittered exponential backoff and resume from the slot's confirmed position; a
+/// slot held by another instance is waited for (hot standby); everything else exits.
 class Connector {
  public:
   Connector(boost::asio::io_context& io, config::Config cfg);
   ~Connector();
 
-  /// Connects, prepares the slot, streams until a signal or a failure, and returns the exit code.
+  /// Runs until a signal or a failure retrying cannot help, and returns the exit code.
   ExitCode run();
 
  private:
-  bool prepare();
+  /// How a session attempt or a session ended.
+  enum class Outcome : std::uint8_t {
+    kStreaming,  ///< prepared and streaming (not an end)
+    kRetry,      ///< connection-level failure: reconnect with backoff
+    kStandby,    ///< the slot is held by another process: wait for it
+    kFatal,      ///< exit with `fatal_code_`
+  };
+
+  void start_session();
+  Outcome prepare();
+  Outcome check_tables();
+  Outcome fatal(ExitCode code);
+  void after_session(Outcome outcome, const std::string& reason);
+  void end_session();
+  void create_producer();
+
   void on_xlogdata(const replication::XLogData& x);
   void on_keepalive(const replication::Keepalive& k);
   void on_stream_end(replication::StreamEnd how, const std::string& reason);
   void on_delivery(const sink::DeliveryReport& r);
+  void on_producer_fatal(const std::string& reason);
   void send_status(bool reply_requested);
+  void save_record();
   void schedule_status();
   void schedule_progress();
   /// Publishes the rest of the current change's records; false when it had to stop (queue full:
   /// the stream is paused and the rest is published on the next delivery report; or a failure).
   bool publish_pending();
   void apply_backpressure();
-  void shutdown(ExitCode code);
-  void fail_mapping(const std::string& reason);
+  void maybe_resume();
+  /// A change that cannot be mapped: dead-letter it (errors.policy=dead_letter) or stop.
+  bool handle_unmappable(const std::string& reason, std::string_view original,
+                         const decoder::Change* change);
+  /// Publishes a dead-letter record for the current transaction `seq`; false if that failed.
+  bool publish_dead_letter(std::uint64_t seq, std::string_view kind, const std::string& reason,
+                           std::string_view source, std::optional<std::string_view> key,
+                           std::optional<std::string_view> body, Lsn lsn,
+                           std::string_view event_id);
+  void finish(ExitCode code);
+
+  // Per-message opaque: transaction seq (bits 0-47), session epoch (48-62), dead-letter (63).
+  [[nodiscard]] std::uint64_t opaque(std::uint64_t seq, bool dead_letter) const;
 
   boost::asio::io_context& io_;
   config::Config cfg_;
-  replication::ReplicationStream stream_;
+  std::unique_ptr<replication::ReplicationStream> stream_;
   decoder::Wal2JsonDecoder decoder_;
   router::TypeRegistry types_;
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<router::EventRouter> router_;
   std::unique_ptr<sink::KafkaProducer> producer_;
+  std::unique_ptr<Heartbeat> heartbeat_;
   sink::AckTracker tracker_;
+  StateStore state_;
+  std::optional<SlotRecord> record_;
   boost::asio::steady_timer status_timer_;
   boost::asio::steady_timer progress_timer_;
+  boost::asio::steady_timer reconnect_timer_;
   boost::asio::signal_set signals_;
+  std::minstd_rand jitter_;
 
   replication::SystemInfo system_;
-  Lsn start_lsn_;       // the slot's confirmed_flush_lsn at start
+  Lsn start_lsn_;       // the slot's confirmed_flush_lsn at the session's start
   Lsn received_lsn_;    // newest WAL position received (write LSN)
   Lsn server_wal_end_;  // newest server WAL end seen in a keepalive
   Lsn last_sent_flush_;
+  std::chrono::milliseconds status_interval_{10'000};
+  std::chrono::milliseconds backoff_{0};
+  std::uint64_t epoch_ = 0;            // session number, in every opaque
+  std::uint64_t stale_in_flight_ = 0;  // events of ended sessions still awaiting reports
+  bool streaming_ = false;
+  bool in_txn_ = false;
+  bool stopping_ = false;
+  bool standby_logged_ = false;
+  bool producer_broken_ = false;
+  std::optional<ExitCode> exit_code_;
+  ExitCode fatal_code_ = ExitCode::kRuntimeError;
+  std::string reason_;  // why the last session attempt did not stream
+  std::vector<std::pair<std::string, std::string>> plugin_options_;
+
   // Records of the current change (or COMMIT) not yet handed to Kafka, and what completes it.
   enum class AfterPublish : std::uint8_t { kChange, kStandalone, kCommit };
   std::span<const Record> pending_;
   std::size_t pending_next_ = 0;
   AfterPublish pending_after_ = AfterPublish::kChange;
   Lsn pending_lsn_;
-  bool in_txn_ = false;
-  bool stopping_ = false;
-  std::optional<ExitCode> exit_code_;
-  ExitCode prepare_exit_ = ExitCode::kRuntimeError;
+  std::string dlq_value_;  // reused dead-letter buffers
+  std::vector<std::string> dlq_header_values_;
 
   std::uint64_t events_total_ = 0;
   std::uint64_t events_at_last_progress_ = 0;
+  std::uint64_t dead_lettered_mapping_ = 0;
+  std::uint64_t dead_lettered_oversize_ = 0;
+  std::uint64_t dead_lettered_delivery_ = 0;
+  std::uint64_t reconnects_ = 0;
   std::chrono::steady_clock::time_point last_progress_;
-  std::vector<std::pair<std::string, std::string>> plugin_options_;
 };
 
 }  // namespace walrelay

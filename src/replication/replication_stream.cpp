@@ -204,7 +204,9 @@ std::expected<void, std::string> ReplicationStream::start(
   // libpq owns the descriptor: the stream_descriptor only watches it and is released before
   // PQfinish (see close()).
   socket_ = std::make_unique<asio::posix::stream_descriptor>(executor_, PQsocket(conn_));
-  asio::post(executor_, [this] { drain(); });
+  asio::post(executor_, [this, alive = std::weak_ptr<int>(alive_)] {
+    if (!alive.expired()) drain();
+  });
   return {};
 }
 
@@ -215,22 +217,27 @@ void ReplicationStream::pause() {
 void ReplicationStream::resume() {
   if (!paused_) return;
   paused_ = false;
-  if (streaming_) asio::post(executor_, [this] { drain(); });
+  if (streaming_)
+    asio::post(executor_, [this, alive = std::weak_ptr<int>(alive_)] {
+      if (!alive.expired()) drain();
+    });
 }
 
 void ReplicationStream::arm_read() {
   if (reading_ || ended_ || paused_ || !socket_) return;
   reading_ = true;
-  socket_->async_wait(asio::posix::stream_descriptor::wait_read,
-                      [this](const boost::system::error_code& ec) {
-                        reading_ = false;
-                        if (ec || ended_ || conn_ == nullptr) return;
-                        if (PQconsumeInput(conn_) == 0) {
-                          end(StreamEnd::kError, last_error());
-                          return;
-                        }
-                        drain();
-                      });
+  socket_->async_wait(
+      asio::posix::stream_descriptor::wait_read,
+      [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
+        if (alive.expired()) return;  // the stream was destroyed
+        reading_ = false;
+        if (ec || ended_ || conn_ == nullptr) return;
+        if (PQconsumeInput(conn_) == 0) {
+          end(StreamEnd::kError, last_error());
+          return;
+        }
+        drain();
+      });
 }
 
 void ReplicationStream::drain() {
@@ -299,14 +306,16 @@ void ReplicationStream::send_status(Lsn write, Lsn flush, Lsn apply, bool reply_
 void ReplicationStream::arm_write() {
   if (writing_ || !socket_) return;
   writing_ = true;
-  socket_->async_wait(asio::posix::stream_descriptor::wait_write,
-                      [this](const boost::system::error_code& ec) {
-                        writing_ = false;
-                        if (ec || conn_ == nullptr || ended_) return;
-                        const int r = PQflush(conn_);
-                        if (r == 1) arm_write();
-                        if (r == -1) end(StreamEnd::kError, last_error());
-                      });
+  socket_->async_wait(
+      asio::posix::stream_descriptor::wait_write,
+      [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
+        if (alive.expired()) return;
+        writing_ = false;
+        if (ec || conn_ == nullptr || ended_) return;
+        const int r = PQflush(conn_);
+        if (r == 1) arm_write();
+        if (r == -1) end(StreamEnd::kError, last_error());
+      });
 }
 
 bool ReplicationStream::send_status_blocking(Lsn write, Lsn flush, Lsn apply) {
@@ -326,7 +335,9 @@ void ReplicationStream::end(StreamEnd how, std::string reason) {
   streaming_ = false;
   if (handlers_.on_end) {
     asio::post(executor_,
-               [this, how, reason = std::move(reason)] { handlers_.on_end(how, reason); });
+               [this, alive = std::weak_ptr<int>(alive_), how, reason = std::move(reason)] {
+                 if (!alive.expired()) handlers_.on_end(how, reason);
+               });
   }
 }
 

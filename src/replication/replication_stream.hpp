@@ -130,6 +130,9 @@ class ReplicationStream {
   bool reading_ = false;  // an async read wait is outstanding
   bool writing_ = false;  // an async write wait is outstanding
   bool ended_ = false;
+  // Handlers queued on the executor hold a weak_ptr to this: they do nothing once the stream
+  // is destroyed (a session's stream is replaced on reconnect).
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 /// Quotes an identifier for a replication command or SQL ("" doubled).

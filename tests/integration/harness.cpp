@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -556,6 +557,9 @@ WalrelayConfig WalrelayConfig::for_test(const TestEnv& env, const std::string& n
   c.prefix = name;
   c.conninfo = env.pg_conninfo;
   c.bootstrap = env.kafka_bootstrap;
+  const auto dir = std::filesystem::temp_directory_path() / "walrelay-itest-state" / name;
+  std::filesystem::remove_all(dir);
+  c.state_dir = dir.string();
   return c;
 }
 
@@ -577,6 +581,7 @@ std::string WalrelayConfig::to_yaml() const {
   y += "  slot: " + q(slot) + "\n";
   y += "  create_slot: true\n";
   y += "  status_interval: " + status_interval + "\n";
+  if (!state_dir.empty()) y += "  state_dir: " + q(state_dir) + "\n";
   y += "kafka:\n";
   y += "  bootstrap_servers: " + q(bootstrap) + "\n";
   y += "topics:\n";

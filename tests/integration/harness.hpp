@@ -196,6 +196,9 @@ struct WalrelayConfig {
   std::string bootstrap;           ///< kafka.bootstrap_servers
   std::vector<TableEntry> tables;  ///< at least one
   std::string status_interval = "1s";
+  /// source.state_dir (walrelay's slot record): a directory of this test's own, emptied by
+  /// for_test, kept across restarts within the test.
+  std::string state_dir;
   std::string log_level = "info";
   std::string progress_interval = "1s";
   /// Extra lines appended to the document as they are (e.g. another top-level section).

@@ -27,7 +27,7 @@ struct DeliveryReport {
   std::string_view topic;  ///< valid during the callback only
   std::string_view key;    ///< valid during the callback only; empty for a null key
   bool has_key = false;
-  std::string_view value;     ///< the record's value bytes (callback only); empty for a tombstone
+  std::string_view value;  ///< the record's value bytes (callback only); empty for a tombstone
   bool has_value = false;
   std::string_view event_id;  ///< the record's `id` header (callback only); empty if none
   std::int32_t partition = -1;
@@ -108,6 +108,9 @@ class KafkaProducer {
   };
   std::unordered_map<std::string, rd_kafka_topic_t*, StringHash, std::equal_to<>> topics_;
   bool stopped_ = false;
+  // The pipe watcher's queued handler holds a weak_ptr to this (the producer is replaced after a
+  // fatal error).
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 /// Bytes of a record counted against `kafka.max_in_flight_bytes`: key plus value.

@@ -1,0 +1,109 @@
+#include "state_store.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace walrelay {
+
+namespace fs = std::filesystem;
+
+StateStore::StateStore(std::string dir, std::string slot)
+    : dir_(std::move(dir)), path_(dir_ + "/" + slot + ".state") {}
+
+std::string StateStore::default_dir() {
+  if (const char* d = std::getenv("WALRELAY_STATE_DIR"); d != nullptr && *d != '\0') return d;
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && *x != '\0') {
+    return std::string(x) + "/walrelay";
+  }
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    return std::string(h) + "/.local/state/walrelay";
+  }
+  return "walrelay-state";
+}
+
+std::expected<std::optional<SlotRecord>, std::string> StateStore::load() const {
+  std::ifstream in(path_);
+  if (!in) {
+    if (errno == ENOENT) return std::optional<SlotRecord>{};
+    return std::unexpected("cannot read " + path_ + ": " + std::strerror(errno));
+  }
+  SlotRecord r;
+  bool have_lsn = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) return std::unexpected(path_ + ": malformed line '" + line + "'");
+    const std::string key = line.substr(0, eq);
+    const std::string value = line.substr(eq + 1);
+    if (key == "system_id") {
+      r.system_id = value;
+    } else if (key == "timeline") {
+      r.timeline = static_cast<std::uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
+    } else if (key == "database") {
+      r.database = value;
+    } else if (key == "slot") {
+      r.slot = value;
+    } else if (key == "confirmed_lsn") {
+      auto lsn = Lsn::parse(value);
+      if (!lsn) return std::unexpected(path_ + ": malformed confirmed_lsn '" + value + "'");
+      r.confirmed = *lsn;
+      have_lsn = true;
+    }
+  }
+  if (r.system_id.empty() || r.timeline == 0 || !have_lsn) {
+    return std::unexpected(path_ + ": incomplete record");
+  }
+  return std::optional<SlotRecord>{r};
+}
+
+std::expected<void, std::string> StateStore::save(const SlotRecord& r) const {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return std::unexpected("cannot create " + dir_ + ": " + ec.message());
+  std::ostringstream body;
+  body << "# walrelay slot record: do not edit while walrelay runs\n"
+       << "system_id=" << r.system_id << "\n"
+       << "timeline=" << r.timeline << "\n"
+       << "database=" << r.database << "\n"
+       << "slot=" << r.slot << "\n"
+       << "confirmed_lsn=" << r.confirmed.to_string() << "\n";
+  const std::string text = body.str();
+  const std::string tmp = path_ + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return std::unexpected("cannot write " + tmp + ": " + std::strerror(errno));
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                  ::fsync(fd) == 0;
+  const int saved_errno = errno;
+  ::close(fd);
+  if (!ok) return std::unexpected("cannot write " + tmp + ": " + std::strerror(saved_errno));
+  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
+    return std::unexpected("cannot rename " + tmp + ": " + std::strerror(errno));
+  }
+  if (const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return {};
+}
+
+std::optional<Lsn> timeline_switchpoint(const std::string& history, std::uint32_t timeline) {
+  std::istringstream in(history);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::uint32_t tli = 0;
+    std::string lsn;
+    if (!(fields >> tli >> lsn)) continue;
+    if (tli == timeline) return Lsn::parse(lsn);
+  }
+  return std::nullopt;
+}
+
+}  // namespace walrelay

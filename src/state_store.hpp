@@ -1,0 +1,54 @@
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+
+#include "walrelay/core/lsn.hpp"
+
+namespace walrelay {
+
+/// walrelay's durable record of one slot it has streamed: which cluster (system identifier), on
+/// which timeline, and the last position it confirmed. Checked at every start so that a slot that
+/// was dropped, invalidated or lost in a failover is never silently replaced by a fresh one
+/// (which would skip every change in between).
+struct SlotRecord {
+  std::string system_id;  ///< IDENTIFY_SYSTEM systemid (decimal text)
+  std::uint32_t timeline = 0;
+  std::string database;
+  std::string slot;
+  Lsn confirmed;  ///< last flush LSN walrelay sent in a standby status update
+};
+
+/// Stores SlotRecords as small text files `<dir>/<slot>.state` (`key=value` lines), replaced
+/// atomically (write to a temporary file, fsync, rename, fsync the directory) so a crash leaves
+/// either the old or the new record. Not thread-safe.
+class StateStore {
+ public:
+  /// `dir` is created on first save.
+  StateStore(std::string dir, std::string slot);
+
+  /// The record, nullopt when none exists yet, or an error (unreadable or malformed file).
+  std::expected<std::optional<SlotRecord>, std::string> load() const;
+
+  /// Writes the record durably. Errors carry the OS reason.
+  std::expected<void, std::string> save(const SlotRecord& record) const;
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+  /// The default directory: $WALRELAY_STATE_DIR, else $XDG_STATE_HOME/walrelay, else
+  /// $HOME/.local/state/walrelay, else ./walrelay-state.
+  static std::string default_dir();
+
+ private:
+  std::string dir_;
+  std::string path_;
+};
+
+/// Parses the body of a TIMELINE_HISTORY file (PostgreSQL docs §55.4: lines
+/// `<tli>\t<switchpoint LSN>\t<reason>`) and returns the LSN where `timeline` ended, or nullopt
+/// when the history does not name it (it is the current timeline or unknown).
+std::optional<Lsn> timeline_switchpoint(const std::string& history, std::uint32_t timeline);
+
+}  // namespace walrelay
