@@ -1287,3 +1287,64 @@ TEST(ConfigSyntax, SeveralDocumentsAreAnError) {
 
 }  // namespace
 }  // namespace walrelay::config
+
+// ---- reliability keys: errors, heartbeat, slot record, reconnect --------------------------------
+
+namespace {
+walrelay::config::LoadResult load_with(const std::string& extra) {
+  return walrelay::config::load_config_text(
+      "name: billing\nsource:\n  conninfo: \"host=x\"\n" + extra + "tables:\n  - name: public.t\n",
+      "test.yaml");
+}
+bool has_error(const walrelay::config::LoadResult& r, const std::string& key) {
+  for (const auto& e : r.errors) {
+    if (e.key == key) return true;
+  }
+  return false;
+}
+}  // namespace
+
+TEST(ConfigReliability, DefaultsWhenAbsent) {
+  auto r = load_with("");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].key + ": " + r.errors[0].reason);
+  EXPECT_EQ(r.config->errors.policy, "fail");
+  EXPECT_TRUE(r.config->heartbeat.enabled);
+  EXPECT_EQ(r.config->heartbeat.interval, std::chrono::seconds(10));
+  EXPECT_TRUE(r.config->source.state_dir.empty());
+  EXPECT_FALSE(r.config->source.allow_slot_reset);
+  EXPECT_EQ(r.config->source.reconnect_min, std::chrono::milliseconds(500));
+  EXPECT_EQ(r.config->source.reconnect_max, std::chrono::seconds(30));
+}
+
+TEST(ConfigReliability, EveryKeyIsRead) {
+  auto r = load_with(
+      "  state_dir: /var/lib/walrelay\n  allow_slot_reset: true\n  reconnect_min: 1s\n"
+      "  reconnect_max: 1m\nerrors:\n  policy: dead_letter\n  dead_letter_topic: billing.dlq\n"
+      "heartbeat:\n  enabled: false\n  interval: 2s\n  query: \"UPDATE hb SET at = now()\"\n");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].key + ": " + r.errors[0].reason);
+  const auto& c = *r.config;
+  EXPECT_EQ(c.source.state_dir, "/var/lib/walrelay");
+  EXPECT_TRUE(c.source.allow_slot_reset);
+  EXPECT_EQ(c.source.reconnect_min, std::chrono::seconds(1));
+  EXPECT_EQ(c.source.reconnect_max, std::chrono::minutes(1));
+  EXPECT_EQ(c.errors.policy, "dead_letter");
+  EXPECT_EQ(c.errors.dead_letter_topic, "billing.dlq");
+  EXPECT_FALSE(c.heartbeat.enabled);
+  EXPECT_EQ(c.heartbeat.interval, std::chrono::seconds(2));
+  EXPECT_EQ(c.heartbeat.query, "UPDATE hb SET at = now()");
+}
+
+TEST(ConfigReliability, MistakesAreReportedTogether) {
+  auto r = load_with(
+      "  reconnect_min: 1m\n  reconnect_max: 1s\nerrors:\n  policy: retry\n"
+      "heartbeat:\n  interval: soon\n  querry: x\n");
+  EXPECT_FALSE(r.config);
+  EXPECT_TRUE(has_error(r, "source.reconnect_min"));
+  EXPECT_TRUE(has_error(r, "errors.policy"));
+  EXPECT_TRUE(has_error(r, "heartbeat.interval"));
+  EXPECT_TRUE(has_error(r, "heartbeat.querry"));
+  auto dlq = load_with("errors:\n  policy: dead_letter\n");
+  EXPECT_TRUE(has_error(dlq, "errors.dead_letter_topic"));
+  auto bad_topic = load_with("errors:\n  policy: dead_letter\n  dead_letter_topic: \"a b\"\n");
+  EXPECT_TRUE(has_error(bad_topic, "errors.dead_letter_topic"));
+}
