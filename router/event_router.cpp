@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 #include <simdjson.h>
+#include <spdlog/spdlog.h>
 
 #include <charconv>
 #include <chrono>
@@ -87,10 +88,12 @@ int hex_value(char c) {
   return -1;
 }
 
-// bytea text with bytea_output=hex (`\x0a1b`) → the bytes.
+// bytea text with bytea_output=hex → the bytes. wal2json prints the hex digits without the
+// `\x` that byteaout puts in front; both forms are accepted.
 bool append_bytea(std::string& out, std::string_view text) {
-  if (text.size() < 2 || text[0] != '\\' || text[1] != 'x' || text.size() % 2 != 0) return false;
-  for (std::size_t i = 2; i < text.size(); i += 2) {
+  if (text.size() >= 2 && text[0] == '\\' && text[1] == 'x') text.remove_prefix(2);
+  if (text.size() % 2 != 0) return false;
+  for (std::size_t i = 0; i < text.size(); i += 2) {
     const int hi = hex_value(text[i]);
     const int lo = hex_value(text[i + 1]);
     if (hi < 0 || lo < 0) return false;
@@ -597,13 +600,33 @@ void EventRouter::append_image(std::string& out, const std::vector<decoder::Colu
       const ColumnInfo* ci = i < schema->columns.size() && schema->columns[i].name == col.name
                                  ? &schema->columns[i]
                                  : schema->column(col.name);
-      if (ci != nullptr) typmod = ci->typmod;
+      if (ci != nullptr) {
+        typmod = ci->typmod;
+        if (ci->not_null && col.is_null()) note_nan_as_null(rule, col);
+      }
     }
     if (!append_value(out, col.value, col.type_oid, typmod, types_, value_opts_, err)) {
       err = "column " + std::string(col.name) + ": " + err;
     }
   }
   out.push_back('}');
+}
+
+void EventRouter::note_nan_as_null(const Rule& rule, const decoder::Column& col) {
+  // A NOT NULL column cannot hold SQL NULL: wal2json < 2.6 prints NaN and ±Infinity of numeric,
+  // real and double precision as `null` (shared/cases/README.md item 6). Count it and say so once
+  // per column; the value cannot be recovered from this plugin version.
+  const std::uint32_t type = types_.resolve_domain(col.type_oid);
+  if (type != oid::kNumeric && type != oid::kFloat4 && type != oid::kFloat8) return;
+  ++nan_as_null_;
+  std::string key = rule.data_collection + "." + std::string(col.name);
+  if (nan_warned_.insert(key).second) {
+    spdlog::warn(
+        "column {} is NOT NULL but arrived as null: wal2json before 2.6 prints NaN and "
+        "Infinity of numeric/float columns as null, so the event carries null (counted; warned "
+        "once per column). Upgrade wal2json to 2.6+ to receive them as strings",
+        key);
+  }
 }
 
 bool EventRouter::append_after_image(std::string& out, const decoder::Change& c, const Rule& rule,

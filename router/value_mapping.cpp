@@ -157,15 +157,16 @@ int hex_value(char c) {
 bool append_bytea_base64(std::string& out, std::string_view text) {
   out.push_back('"');
   Base64Writer w(out);
-  if (text.size() >= 2 && text[0] == '\\' && text[1] == 'x') {
-    // byteaout hex format: "\x" then two hex digits per byte (src/backend/utils/adt/varlena.c).
-    const std::string_view hex = text.substr(2);
-    if (hex.size() % 2 != 0) return false;
+  // byteaout hex format is "\x" then two hex digits per byte (src/backend/utils/adt/varlena.c);
+  // wal2json strips the "\x" and prints only the digits (verified with wal2json 2.5 and
+  // bytea_output=hex, which walrelay pins).
+  std::string_view hex = text;
+  if (hex.size() >= 2 && hex[0] == '\\' && hex[1] == 'x') hex.remove_prefix(2);
+  bool is_hex = hex.size() % 2 == 0;
+  for (std::size_t i = 0; is_hex && i < hex.size(); ++i) is_hex = hex_value(hex[i]) >= 0;
+  if (is_hex) {
     for (std::size_t i = 0; i < hex.size(); i += 2) {
-      const int hi = hex_value(hex[i]);
-      const int lo = hex_value(hex[i + 1]);
-      if (hi < 0 || lo < 0) return false;
-      w.put(static_cast<std::uint8_t>((hi << 4) | lo));
+      w.put(static_cast<std::uint8_t>((hex_value(hex[i]) << 4) | hex_value(hex[i + 1])));
     }
   } else {
     // Escape format: `\\` is a backslash, `\ooo` an octal byte, anything else the byte itself.

@@ -428,6 +428,7 @@ TEST(Router, OutboxPayloadKinds) {
             R"({"n": 123456789012345678901234567890})");
   EXPECT_NE(h.route_error(line("25", R"("not json")")).find("not JSON"), std::string::npos);
   EXPECT_EQ(h.route(line("17", R"("\\x00ff41")"))[0].value, std::string("\x00\xff\x41", 3));
+  EXPECT_EQ(h.route(line("17", R"("00ff41")"))[0].value, std::string("\x00\xff\x41", 3));
   EXPECT_NE(h.route_error(line("3802", "null")).find("NULL"), std::string::npos);
   Harness tomb;
   tomb.cfg.tables[1].outbox->tombstone_on_empty_payload = true;

@@ -425,6 +425,9 @@ TEST_F(ValueMapping, ByteaIsBase64) {
     EXPECT_EQ(map(R"("\\x6162")", oid::kBytea, -1, f), "\"YWI=\"");
     EXPECT_EQ(map(R"("\\x616263")", oid::kBytea, -1, f), "\"YWJj\"");
     EXPECT_EQ(map(R"("\\xDEADBEEF")", oid::kBytea, -1, f), "\"3q2+7w==\"");
+    // shared/cases/BUG-03: wal2json prints a bytea column's hex digits without the "\x".
+    EXPECT_EQ(map(R"("deadbeef")", oid::kBytea, -1, f), "\"3q2+7w==\"");
+    EXPECT_EQ(map(R"("00ff")", oid::kBytea, -1, f), "\"AP8=\"");
   }
   // Escape format (bytea_output=escape), as a fallback: "36\255\276\357" = 33 36 ad be ef.
   EXPECT_EQ(map(R"("36\\255\\276\\357")", oid::kBytea), "\"Mzatvu8=\"");

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "walrelay/config/config.hpp"
@@ -83,6 +84,9 @@ class EventRouter {
   /// `[A-Za-z0-9._-]`). Empty when the table is not a row-change table.
   std::string topic_of(std::string_view schema, std::string_view table);
 
+  /// How many NOT NULL numeric/float values arrived as null (NaN/Infinity under wal2json < 2.6).
+  [[nodiscard]] std::uint64_t nan_as_null_count() const { return nan_as_null_; }
+
   /// Maps a name into Kafka's topic alphabet: every character outside `[A-Za-z0-9._-]`
   /// (including every byte of a non-ASCII character) becomes `_` (as Debezium's topic name
   /// sanitizer does). Collisions this can cause are detected by the connector.
@@ -111,6 +115,7 @@ class EventRouter {
   void append_source(std::string& out, const decoder::Change& c, const Rule& rule);
   void finish_row_record(Slot& s, const Rule& rule, bool has_key, char op);
   void add_tombstone(const Slot& of);
+  void note_nan_as_null(const Rule& rule, const decoder::Column& col);
 
   RouterSettings settings_;
   ValueMappingOptions value_opts_;
@@ -145,6 +150,8 @@ class EventRouter {
   std::vector<Record> records_;
   std::string scratch_;
   std::string scratch2_;
+  std::uint64_t nan_as_null_ = 0;
+  std::unordered_set<std::string> nan_warned_;
   std::string message_buffer_;                   // padded copy of a message's content
   std::vector<decoder::Column> message_fields_;  // its top-level fields, as outbox columns
 };
