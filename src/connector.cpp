@@ -159,6 +159,17 @@ void Connector::start_session() {
   if (auto started = stream_->start(cfg_.source.slot, Lsn{}, plugin_options_, std::move(handlers));
       !started) {
     stream_->close();
+    // wal2json before 2.6 rejects numeric-data-types-as-string: drop it and accept that NaN and
+    // Infinity arrive as null (shared/cases/README.md item 6; the router warns when it sees one).
+    if (started.error().find("numeric-data-types-as-string") != std::string::npos) {
+      std::erase_if(plugin_options_,
+                    [](const auto& o) { return o.first == "numeric-data-types-as-string"; });
+      spdlog::info(
+          "the server's wal2json does not know numeric-data-types-as-string (added in "
+          "2.6): NaN and Infinity of numeric/float columns will arrive as null");
+      asio::post(io_, [this] { start_session(); });
+      return;
+    }
     // Another instance took the slot between the check and START_REPLICATION (SQLSTATE 55006).
     const bool in_use = started.error().find("is active for PID") != std::string::npos;
     after_session(in_use ? Outcome::kStandby : Outcome::kRetry,
@@ -445,6 +456,8 @@ Connector::Outcome Connector::check_tables() {
   for (const auto& m : cfg_.messages) prefixes.push_back(m.prefix);
   plugin_options_ =
       decoder::wal2json_options(filter_on_server ? std::optional(filters) : std::nullopt, prefixes);
+  // NaN/Infinity as strings when the plugin supports it (wal2json 2.6+); dropped on first refusal.
+  plugin_options_.emplace_back("numeric-data-types-as-string", "1");
   std::string summary;
   for (const auto& r : routes) summary += (summary.empty() ? "" : ", ") + r;
   spdlog::info("tables ({}): {}", routes.size(), summary.empty() ? "none yet" : summary);
