@@ -415,7 +415,7 @@ EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_vi
   return r;
 }
 
-const EventRouter::Rule& EventRouter::rule_for(std::string_view schema, std::string_view table) {
+EventRouter::Rule& EventRouter::rule_for(std::string_view schema, std::string_view table) {
   lookup_.assign(schema);
   lookup_.push_back('\0');
   lookup_.append(table);
@@ -536,7 +536,7 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route(const de
     case Action::kUpdate:
     case Action::kDelete:
     case Action::kTruncate: {
-      const Rule& rule = rule_for(c.schema, c.table);
+      Rule& rule = rule_for(c.schema, c.table);
       if (rule.role == TableRole::kRowChange) {
         result = route_row(c, rule);
       } else if (rule.role == TableRole::kOutbox && c.action == Action::kInsert) {
@@ -770,22 +770,18 @@ void EventRouter::finish_row_record(Slot& s, const Rule& rule, bool has_key, cha
 }
 
 void EventRouter::add_tombstone(const Slot& of) {
-  // Debezium tombstones.on.delete: same key, null value, so compaction can drop the key.
-  const std::string topic = of.topic;
-  const std::string key = of.key;
-  const bool has_key = of.has_key;
-  Slot& t = next_slot();  // may reallocate slots_: `of` is copied above
-  t.topic = topic;
-  t.key = key;
-  t.has_key = has_key;
+  // Debezium tombstones.on.delete: same key, null value, so compaction can drop the key. Slots
+  // are allocated one by one, so `of` stays valid while another is added.
+  Slot& t = next_slot();
+  t.topic = of.topic;
+  t.key = of.key;
+  t.has_key = of.has_key;
   t.has_value = false;
   t.timestamp_ms = commit_ts_ms_;
 }
 
-std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& c,
-                                                         const Rule& rule_in) {
+std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& c, Rule& rule) {
   using decoder::Action;
-  Rule& rule = const_cast<Rule&>(rule_in);
   // DDL can change a table's columns between two rows of one transaction: map each line by its
   // own column list, and re-read the catalog when a column is new to the cached shape.
   if (rule.schema != nullptr && schemas_ != nullptr) {

@@ -95,9 +95,9 @@ class EventRouter {
  private:
   struct Rule;
   struct Slot;
-  const Rule& rule_for(std::string_view schema, std::string_view table);
+  Rule& rule_for(std::string_view schema, std::string_view table);
   Rule make_rule(std::string_view schema, std::string_view table);
-  std::expected<void, MappingError> route_row(const decoder::Change& c, const Rule& rule);
+  std::expected<void, MappingError> route_row(const decoder::Change& c, Rule& rule);
   std::expected<void, MappingError> route_outbox_row(const decoder::Change& c, const Rule& rule);
   std::expected<void, MappingError> route_message(const decoder::Change& c);
   std::expected<void, MappingError> emit_outbox(const config::OutboxConfig& ob,
