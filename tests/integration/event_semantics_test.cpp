@@ -1,0 +1,186 @@
+// Event semantics end to end (issue "Event semantics and data fidelity"): TOAST placeholder for a
+// random >2 kB text left unchanged by an UPDATE, table vs logical-message outbox giving identical
+// records, transaction metadata, TRUNCATE events, and the Debezium value format.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace walrelay::itest {
+namespace {
+
+class EventSemanticsTest : public IntegrationTest {};
+
+// 3,200 hex digits of md5 output: random enough that pglz cannot compress it, so PostgreSQL
+// stores it out of line (TOAST) and an UPDATE that does not touch it leaves it out of the WAL.
+constexpr const char* kRandomText =
+    "(SELECT string_agg(md5(random()::text || g::text), '') FROM generate_series(1, 100) g)";
+
+TEST_F(EventSemanticsTest, UnchangedToastedColumnIsThePlaceholderOrTheOldValueNeverNull) {
+  const std::string def = table("doc_default");
+  const std::string full = table("doc_full");
+  for (const auto& t : {def, full}) {
+    pg_->exec("CREATE TABLE " + t + " (id int PRIMARY KEY, title text, body text)");
+  }
+  pg_->exec("ALTER TABLE " + full + " REPLICA IDENTITY FULL");
+  WalrelayProcess proc(make_config({{def}, {full}}).to_yaml());
+  start_streaming(proc, name_);
+  for (const auto& t : {def, full}) {
+    pg_->exec("INSERT INTO " + t + " VALUES (1, 'first', " + kRandomText + ")");
+    pg_->exec("UPDATE " + t + " SET title = 'second' WHERE id = 1");
+  }
+  const std::string body_def = pg_->value("SELECT body FROM " + def + " WHERE id = 1");
+  const std::string body_full = pg_->value("SELECT body FROM " + full + " WHERE id = 1");
+  ASSERT_EQ(body_def.size(), 3200u);
+
+  const auto recs = kafka_->read_at_least({topic("doc_default"), topic("doc_full")}, 4);
+  ASSERT_EQ(recs.size(), 4u) << describe(recs);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  std::map<std::string, std::string> update_of;  // topic -> value of the update event
+  for (const auto& r : recs) {
+    ASSERT_TRUE(r.value);
+    if (json_string_at(*r.value, "/op") == "u") update_of[r.topic] = *r.value;
+  }
+  ASSERT_EQ(update_of.size(), 2u) << describe(recs);
+  // REPLICA IDENTITY DEFAULT: the unchanged body is not in the WAL; never null, the placeholder.
+  const std::string& u_def = update_of[topic("doc_default")];
+  EXPECT_EQ(json_string_at(u_def, "/after/title"), "second");
+  EXPECT_EQ(json_string_at(u_def, "/after/body"), "__debezium_unavailable_value") << u_def;
+  EXPECT_EQ(json_at(u_def, "/before"), R"({"id":1})");
+  // REPLICA IDENTITY FULL: the old row carries the value, copied into `after`.
+  const std::string& u_full = update_of[topic("doc_full")];
+  EXPECT_EQ(json_string_at(u_full, "/after/body"), body_full);
+  EXPECT_EQ(json_string_at(u_full, "/before/title"), "first");
+  EXPECT_EQ(json_string_at(u_full, "/before/body"), body_full);
+}
+
+TEST_F(EventSemanticsTest, TableAndMessageOutboxGiveIdenticalRecords) {
+  const std::string ob = table("outbox");
+  pg_->exec("CREATE TABLE " + ob +
+            " (id uuid PRIMARY KEY, aggregateid text NOT NULL, aggregatetype text NOT NULL, "
+            "payload jsonb)");
+  const std::string prefix = name_ + "_msgs";
+  auto cfg = make_config({{ob, {"topic: \"" + name_ + ".{aggregate_type}\""}}});
+  cfg.extra_yaml = "messages:\n  - prefix: " + prefix + "\n    outbox:\n      topic: \"" + name_ +
+                   ".{aggregate_type}\"\n";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  // The same event once through the table and once through a transactional message.
+  pg_->commit({"INSERT INTO " + ob +
+                   " VALUES ('11111111-1111-1111-1111-111111111111', 'order-7', 'Order', "
+                   "'{\"total\": 99.90, \"lines\": [1, 2]}')",
+               "DELETE FROM " + ob + " WHERE id = '11111111-1111-1111-1111-111111111111'"});
+  // The message's content built from the same jsonb payload, as an application would.
+  pg_->exec("SELECT pg_logical_emit_message(true, " + sql_literal(prefix) +
+            ", jsonb_build_object('id', '11111111-1111-1111-1111-111111111111', 'aggregateid', "
+            "'order-7', 'aggregatetype', 'Order', 'payload', "
+            "'{\"total\": 99.90, \"lines\": [1, 2]}'::jsonb)::text)");
+  const auto recs = kafka_->read_at_least({name_ + ".Order"}, 2);
+  ASSERT_EQ(recs.size(), 2u) << describe(recs);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(recs[0].key, "order-7");
+  EXPECT_EQ(recs[0].key, recs[1].key);
+  EXPECT_EQ(recs[0].value, R"({"lines": [1, 2], "total": 99.90})");  // jsonb's own text
+  EXPECT_EQ(recs[0].value, recs[1].value);
+  EXPECT_EQ(recs[0].headers, recs[1].headers);
+  EXPECT_EQ(recs[0].header("id"), "11111111-1111-1111-1111-111111111111");
+  EXPECT_EQ(recs[0].partition, recs[1].partition);
+  const auto all = kafka_->read_all({name_ + ".Order"});
+  EXPECT_EQ(all.size(), 2u) << "the DELETE of the outbox row published nothing";
+}
+
+TEST_F(EventSemanticsTest, TransactionMetadataAndTruncate) {
+  const std::string t = table("items");
+  pg_->exec("CREATE TABLE " + t + " (id int PRIMARY KEY, v text)");
+  auto cfg = make_config({{t}});
+  cfg.extra_yaml = "events:\n  transaction_metadata: true\n  operations: [c, u, d, t]\n";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  pg_->commit({"INSERT INTO " + t + " VALUES (1, 'a')", "INSERT INTO " + t + " VALUES (2, 'b')"});
+  pg_->exec("TRUNCATE " + t);
+  const auto events = kafka_->read_at_least({topic("items")}, 3);
+  const auto txns = kafka_->read_at_least({name_ + ".transaction"}, 4);
+  ASSERT_EQ(events.size(), 3u) << describe(events);
+  ASSERT_EQ(txns.size(), 4u) << describe(txns);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+
+  // Records of one transaction share a key, so BEGIN and END of each are in order on one
+  // partition; different transactions and row keys may be on different partitions.
+  std::map<std::string, std::vector<std::string>> by_txn;  // id -> statuses in order
+  std::map<std::string, std::string> end_of;               // id -> END value
+  for (const auto& r : txns) {
+    const std::string id = json_string_at(*r.value, "/id");
+    EXPECT_EQ(r.key, R"({"id":")" + id + R"("})");
+    by_txn[id].push_back(json_string_at(*r.value, "/status"));
+    if (by_txn[id].back() == "END") end_of[id] = *r.value;
+  }
+  ASSERT_EQ(by_txn.size(), 2u) << describe(txns);
+  for (const auto& [id, statuses] : by_txn) {
+    EXPECT_EQ(statuses, (std::vector<std::string>{"BEGIN", "END"})) << id;
+  }
+  std::vector<const KafkaRecord*> inserts;
+  const KafkaRecord* truncate = nullptr;
+  for (const auto& r : events) {
+    if (json_string_at(*r.value, "/op") == "t") {
+      truncate = &r;
+    } else {
+      inserts.push_back(&r);
+    }
+  }
+  ASSERT_EQ(inserts.size(), 2u) << describe(events);
+  ASSERT_NE(truncate, nullptr) << describe(events);
+  const std::string txn_id = json_string_at(*inserts[0]->value, "/transaction/id");
+  EXPECT_EQ(json_string_at(*inserts[1]->value, "/transaction/id"), txn_id);
+  // The id is "<txId>:<LSN>" with the events' own txId.
+  EXPECT_EQ(txn_id.substr(0, txn_id.find(':')), json_at(*inserts[0]->value, "/source/txId"));
+  ASSERT_TRUE(end_of.contains(txn_id)) << describe(txns);
+  EXPECT_EQ(json_at(end_of[txn_id], "/event_count"), "2");
+  EXPECT_EQ(json_at(end_of[txn_id], "/data_collections"),
+            R"([{"data_collection":")" + schema_ + R"(.items","event_count":2}])");
+  std::set<std::string> orders;
+  for (const auto* r : inserts) {
+    orders.insert(json_at(*r->value, "/transaction/total_order") + "/" +
+                  json_at(*r->value, "/transaction/data_collection_order"));
+  }
+  EXPECT_EQ(orders, (std::set<std::string>{"1/1", "2/2"}));
+  // TRUNCATE: op t, no key, no row images, in a transaction of its own.
+  EXPECT_FALSE(truncate->key.has_value());
+  EXPECT_EQ(json_at(*truncate->value, "/before"), "null");
+  EXPECT_EQ(json_at(*truncate->value, "/after"), "null");
+  EXPECT_NE(json_string_at(*truncate->value, "/transaction/id"), txn_id);
+}
+
+TEST_F(EventSemanticsTest, DebeziumValueFormat) {
+  const std::string t = table("typed");
+  pg_->exec("CREATE TABLE " + t +
+            " (id int PRIMARY KEY, price numeric(10,2), d date, ts timestamp(3), "
+            "tstz timestamptz, b bytea, j jsonb, tags text[])");
+  auto cfg = make_config({{t}});
+  cfg.extra_yaml = "events:\n  value_format: debezium\n";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  pg_->exec("INSERT INTO " + t +
+            " VALUES (1, 12.34, '2024-03-10', '2024-03-10 06:30:00.12', "
+            "'2024-03-10 06:30:00.12+00', '\\xdeadbeef', '{\"a\": 1}', '{x,\"y z\"}')");
+  const auto recs = kafka_->read_at_least({topic("typed")}, 1);
+  ASSERT_EQ(recs.size(), 1u) << describe(recs);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  const std::string& v = *recs[0].value;
+  // Values worked out by hand: 1234 = 0x04D2 -> base64 "BNI="; 2024-03-10 is day 19792 after
+  // 1970-01-01; 06:30:00.120 that day is 1710052200120 ms; 0xdeadbeef -> "3q2+7w==".
+  EXPECT_EQ(json_string_at(v, "/after/price"), "BNI=");
+  EXPECT_EQ(json_at(v, "/after/d"), "19792");
+  EXPECT_EQ(json_at(v, "/after/ts"), "1710052200120");
+  EXPECT_EQ(json_string_at(v, "/after/tstz"), "2024-03-10T06:30:00.120000Z");
+  EXPECT_EQ(json_string_at(v, "/after/b"), "3q2+7w==");
+  EXPECT_EQ(json_string_at(v, "/after/j"), R"({"a": 1})");
+  EXPECT_EQ(json_at(v, "/after/tags"), R"(["x","y z"])");
+}
+
+}  // namespace
+}  // namespace walrelay::itest
