@@ -305,6 +305,7 @@ struct EventRouter::Rule {
   std::string leaf_schema;
   std::string leaf_table;
   const TableSchema* schema = nullptr;
+  std::string collision;  // set: the table cannot be published (topic clash or invalid topic)
 };
 
 struct EventRouter::Slot {
@@ -401,6 +402,16 @@ EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_vi
       r.topic.push_back(valid_topic_char(tmpl[pos]) ? tmpl[pos] : '_');
       ++pos;
     }
+  }
+  // Two tables whose names map to one topic would mix their events: refuse the later one (the
+  // connector also checks the tables that exist at start-up).
+  if (auto [it, inserted] = topic_owner_.emplace(r.topic, r.data_collection);
+      !inserted && it->second != r.data_collection) {
+    r.collision = "tables " + it->second + " and " + r.data_collection +
+                  " would both publish to topic '" + r.topic + "'; give one of them its own topic";
+  }
+  if (r.topic.size() > 249) {
+    r.collision = "topic '" + r.topic + "' is longer than Kafka's 249 characters";
   }
   r.ops = tc->operations.value_or(settings_.events.operations);
   r.tombstones = tc->tombstones_on_delete.value_or(settings_.events.tombstones_on_delete);
@@ -782,6 +793,7 @@ void EventRouter::add_tombstone(const Slot& of) {
 
 std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& c, Rule& rule) {
   using decoder::Action;
+  if (!rule.collision.empty()) return std::unexpected(MappingError{rule.collision});
   // DDL can change a table's columns between two rows of one transaction: map each line by its
   // own column list, and re-read the catalog when a column is new to the cached shape.
   if (rule.schema != nullptr && schemas_ != nullptr) {

@@ -492,3 +492,18 @@ TEST(CommitTimestamp, ParsesIsoWithOffsets) {
   EXPECT_FALSE(parse_commit_timestamp_ms("infinity"));
   EXPECT_FALSE(parse_commit_timestamp_ms(""));
 }
+
+TEST(Router, TwoTablesMappedToOneTopicIsAnErrorNotAMix) {
+  Harness h;
+  h.cfg.tables = {table("public", "*")};
+  // "a b" and "a_b" both map to billing.public.a_b.
+  auto first = h.route(
+      R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"a b","columns":[{"name":"id","typeoid":23,"value":1}]})");
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].topic, "billing.public.a_b");
+  EXPECT_NE(
+      h.route_error(
+           R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"a_b","columns":[{"name":"id","typeoid":23,"value":1}]})")
+          .find("billing.public.a_b"),
+      std::string::npos);
+}

@@ -131,6 +131,7 @@ class EventRouter {
   };
   std::unordered_map<std::string, Rule*, StringHash, std::equal_to<>> rules_;
   std::vector<std::unique_ptr<Rule>> rule_storage_;
+  std::unordered_map<std::string, std::string> topic_owner_;  // row topic -> "schema.table"
   std::string lookup_;
 
   // The open transaction.
