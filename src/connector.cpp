@@ -445,6 +445,12 @@ Connector::Outcome Connector::check_tables() {
             "Add a primary key or set REPLICA IDENTITY FULL",
             schema, table);
       }
+      if (!has_pk && ident != "i" && tc.key_columns.empty()) {
+        spdlog::warn(
+            "table {}.{} has no primary key: its events get a null key (no per-key order, no "
+            "compaction). Set key_columns for it",
+            schema, table);
+      }
     }
   }
   if (!filter_on_server) {
