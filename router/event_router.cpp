@@ -441,6 +441,16 @@ TableRole EventRouter::role_of(std::string_view schema, std::string_view table) 
   return rule_for(schema, table).role;
 }
 
+std::optional<std::string> EventRouter::outbox_event_id(const decoder::Change& c) {
+  if (c.action != decoder::Action::kInsert) return std::nullopt;
+  const Rule& rule = rule_for(c.schema, c.table);
+  if (rule.role != TableRole::kOutbox) return std::nullopt;
+  const decoder::Column* col = find_column(c.columns, rule.outbox->event_id);
+  std::string id;
+  if (col == nullptr || col->is_null() || !append_text(id, col->value)) return std::nullopt;
+  return id;
+}
+
 std::string EventRouter::topic_of(std::string_view schema, std::string_view table) {
   const Rule& r = rule_for(schema, table);
   return r.role == TableRole::kRowChange ? r.topic : std::string();

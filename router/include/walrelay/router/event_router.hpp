@@ -84,6 +84,10 @@ class EventRouter {
   /// `[A-Za-z0-9._-]`). Empty when the table is not a row-change table.
   std::string topic_of(std::string_view schema, std::string_view table);
 
+  /// The event id of an outbox change (an outbox row's event-id column, or a message outbox's
+  /// event-id field is not parsed here), for dead-letter records; nullopt otherwise.
+  std::optional<std::string> outbox_event_id(const decoder::Change& change);
+
   /// How many NOT NULL numeric/float values arrived as null (NaN/Infinity under wal2json < 2.6).
   [[nodiscard]] std::uint64_t nan_as_null_count() const { return nan_as_null_; }
 
