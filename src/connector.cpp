@@ -624,8 +624,10 @@ bool Connector::handle_unmappable(const std::string& reason, std::string_view or
   } else if (change != nullptr && change->action == decoder::Action::kMessage) {
     source = "message:" + std::string(change->prefix);
   }
+  const std::string event_id =
+      change != nullptr ? router_->outbox_event_id(*change).value_or("") : std::string();
   const bool ok = publish_dead_letter(*tracker_.open_txn(), "mapping", reason, source, std::nullopt,
-                                      original, lsn, {});
+                                      original, lsn, event_id);
   if (!ok) return false;
   ++dead_lettered_mapping_;
   if (standalone && change == nullptr) tracker_.commit();
