@@ -512,7 +512,6 @@ void EventRouter::begin_metadata_if_needed() {
 std::span<const Record> EventRouter::commit() {
   used_slots_ = 0;
   records_.clear();
-  previous_commit_lsn_ = commit_lsn_;
   if (!begin_emitted_) return {};
   Slot& s = next_slot();
   append_topic_part(s.topic, settings_.topic_prefix);
@@ -738,15 +737,12 @@ void EventRouter::append_source(std::string& out, const decoder::Change& c, cons
   append_int(out, commit_ts_ms_);
   out += ",\"snapshot\":\"false\",\"db\":";
   json::append_string(out, settings_.database);
-  // Debezium: sequence = ["<last commit LSN>","<this change's LSN>"] as a JSON string.
-  out += ",\"sequence\":\"[";
-  if (previous_commit_lsn_.is_zero()) {
-    out += "null";
-  } else {
-    out += "\\\"";
-    append_uint(out, previous_commit_lsn_.value());
-    out += "\\\"";
-  }
+  // sequence: ["<commit LSN>","<change LSN>"] as a JSON string, ordered like Debezium's
+  // [last commit, change]. The first element is this transaction's own commit LSN rather than the
+  // previous one: the same in every replay of the same WAL, so a replayed record is identical.
+  out += ",\"sequence\":\"[\\\"";
+  append_uint(out, commit_lsn_.value());
+  out += "\\\"";
   out += ",\\\"";
   append_uint(out, c.lsn.value());
   out += "\\\"]\",\"schema\":";

@@ -139,7 +139,7 @@ TEST(Router, InsertBecomesCreateEventKeyedByPrimaryKeyInColumnOrder) {
       << *out[0].value;
   EXPECT_TRUE(has(
       *out[0].value,
-      R"("connector":"postgresql","name":"billing","ts_ms":1795997677104,"snapshot":"false","db":"app","sequence":"[null,\"649321032\"]","schema":"public","table":"invoices","txId":1031,"lsn":649321032,"xmin":null},"op":"c","ts_ms":)"))
+      R"("connector":"postgresql","name":"billing","ts_ms":1795997677104,"snapshot":"false","db":"app","sequence":"[\"649320760\",\"649321032\"]","schema":"public","table":"invoices","txId":1031,"lsn":649321032,"xmin":null},"op":"c","ts_ms":)"))
       << *out[0].value;
   EXPECT_EQ(out[0].headers["id"], "0/26B3D938:0");
   EXPECT_EQ(out[0].timestamp_ms, 1795997677104);

@@ -141,7 +141,6 @@ class EventRouter {
   // The open transaction.
   std::uint64_t xid_ = 0;
   Lsn commit_lsn_;
-  Lsn previous_commit_lsn_;
   std::int64_t commit_ts_ms_ = 0;
   std::uint32_t record_index_ = 0;  // records published in this transaction (ids)
   std::uint32_t event_count_ = 0;   // data events (transaction metadata total_order)
