@@ -1,5 +1,6 @@
 #include "walrelay/config/config.hpp"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <set>
 #include <span>
+#include <sstream>
 #include <system_error>
 
 namespace walrelay::config {
@@ -333,8 +335,7 @@ class Loader {
         {"exclude", [this](const YAML::Node& v, const std::string& p) { read_exclude(v, p); }},
         {"messages", [this](const YAML::Node& v, const std::string& p) { read_messages(v, p); }},
         {"errors", [this](const YAML::Node& v, const std::string& p) { read_errors(v, p); }},
-        {"heartbeat",
-         [this](const YAML::Node& v, const std::string& p) { read_heartbeat(v, p); }},
+        {"heartbeat", [this](const YAML::Node& v, const std::string& p) { read_heartbeat(v, p); }},
         {"log", [this](const YAML::Node& v, const std::string& p) { read_log(v, p); }},
     };
     std::set<std::string> seen;
@@ -1053,18 +1054,49 @@ std::string default_slot_name(std::string_view connector_name) {
   return slot;
 }
 
+namespace {
+
+// Parses without building nodes (yaml-cpp's event API).
+class NullEventHandler final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// Number of YAML documents in `text`, counting at most `limit`.
+int count_documents(const std::string& text, int limit) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  NullEventHandler handler;
+  int n = 0;
+  while (n < limit && parser.HandleNextDocument(handler)) ++n;
+  return n;
+}
+
+}  // namespace
+
 LoadResult load_config_text(const std::string& yaml_text, const std::string& source_name,
                             const EnvLookup& env) {
   const std::string where = source_name.empty() ? std::string() : source_name + ": ";
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(yaml_text);
-    if (documents.size() > 1) {
-      // yaml-cpp's Load would silently drop every document after the first.
-      return single_error(where + "expected one YAML document, found " +
-                          std::to_string(documents.size()));
+    // yaml-cpp's Load would silently drop every document after the first, so count them first,
+    // but only up to two: yaml-cpp 0.7's LoadAll never ends on input such as "," (it keeps adding
+    // empty documents; jbeder/yaml-cpp#1040, found by tests/fuzz/fuzz_config).
+    if (count_documents(yaml_text, 2) > 1) {
+      return single_error(where + "expected one YAML document, found several");
     }
     Loader loader(env);
-    return loader.load(documents.empty() ? YAML::Node() : documents.front());
+    return loader.load(YAML::Load(yaml_text));
   } catch (const YAML::ParserException& e) {
     return single_error(where + "YAML syntax error at line " + std::to_string(e.mark.line + 1) +
                         ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);

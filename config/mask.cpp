@@ -96,6 +96,7 @@ std::string mask_keyword_value(std::string_view text) {
   std::string out;
   std::size_t i = 0;
   const std::size_t n = text.size();
+  bool seen_secret = false;  // a malformed string after a secret may hold the secret's rest
   while (i < n) {
     const std::size_t token_start = i;
     while (i < n && is_space(text[i])) ++i;
@@ -108,6 +109,13 @@ std::string mask_keyword_value(std::string_view text) {
       // hide everything after it; anything else is copied up to the next token.
       if (is_secret_keyword(keyword)) {
         out += text.substr(token_start, kw_start + keyword.size() - token_start);
+        out += ' ';
+        out += kMask;
+        return out;
+      }
+      if (seen_secret) {
+        // e.g. `password=two words` unquoted: libpq takes `two` and fails on `words`; both may be
+        // the user's password, so nothing after it is shown.
         out += ' ';
         out += kMask;
         return out;
@@ -130,6 +138,7 @@ std::string mask_keyword_value(std::string_view text) {
     const std::string_view value = text.substr(value_start, i - value_start);
     if (is_secret_keyword(keyword)) {
       out += kMask;
+      seen_secret = true;
     } else if (lower(keyword) == "dbname") {
       out += mask_dbname(value);
     } else {

@@ -24,6 +24,37 @@ bool is_permanent_failure(rd_kafka_resp_err_t err) {
   }
 }
 
+SecretRedactor::SecretRedactor(const std::map<std::string, std::string>& properties) {
+  for (const auto& [name, value] : properties) {
+    if (config::is_secret_property(name) && !value.empty()) values_.push_back(value);
+  }
+  // Longest first, so a secret containing another is replaced whole.
+  std::sort(values_.begin(), values_.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+}
+
+std::string SecretRedactor::redact(std::string_view text) const {
+  std::string out(text);
+  for (const auto& v : values_) {
+    for (std::size_t pos = out.find(v); pos != std::string::npos; pos = out.find(v, pos + 4)) {
+      out.replace(pos, v.size(), "****");
+    }
+  }
+  return out;
+}
+
+namespace {
+
+void log_redacted(const SecretRedactor& redactor, int level, const char* fac, const char* buf) {
+  const auto lvl = level <= 3   ? spdlog::level::err
+                   : level <= 4 ? spdlog::level::warn
+                   : level <= 6 ? spdlog::level::info
+                                : spdlog::level::debug;
+  spdlog::log(lvl, "librdkafka {}: {}", fac, redactor.redact(buf));
+}
+
+}  // namespace
+
 std::map<std::string, std::string> effective_producer_properties(const config::KafkaConfig& cfg,
                                                                  const std::string& client_id) {
   // librdkafka's own queue limits are set above walrelay's in-flight bounds so that the connector's
@@ -49,7 +80,9 @@ std::map<std::string, std::string> effective_producer_properties(const config::K
 KafkaProducer::KafkaProducer(asio::any_io_executor executor, const config::KafkaConfig& cfg,
                              const std::string& client_id, DeliveryHandler on_delivery,
                              FatalHandler on_fatal)
-    : on_delivery_(std::move(on_delivery)), on_fatal_(std::move(on_fatal)) {
+    : on_delivery_(std::move(on_delivery)),
+      on_fatal_(std::move(on_fatal)),
+      redactor_(cfg.properties) {
   char errstr[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   for (const auto& [k, v] : effective_producer_properties(cfg, client_id)) {
@@ -61,21 +94,20 @@ KafkaProducer::KafkaProducer(asio::any_io_executor executor, const config::Kafka
   }
   rd_kafka_conf_set_dr_msg_cb(conf, &KafkaProducer::on_dr);
   rd_kafka_conf_set_error_cb(conf, &KafkaProducer::on_error);
-  // librdkafka's own log lines go through spdlog (its default prints to stderr in its own format).
-  // Called from librdkafka's threads: the spdlog logger is thread-safe.
-  rd_kafka_conf_set_log_cb(conf,
-                           [](const rd_kafka_t*, int level, const char* fac, const char* buf) {
-                             const auto lvl = level <= 3   ? spdlog::level::err
-                                              : level <= 4 ? spdlog::level::warn
-                                              : level <= 6 ? spdlog::level::info
-                                                           : spdlog::level::debug;
-                             spdlog::log(lvl, "librdkafka {}: {}", fac, buf);
-                           });
+  // librdkafka's own log lines go through spdlog (its default prints to stderr in its own format),
+  // with secret property values blanked (librdkafka quotes values in some warnings). Called from
+  // librdkafka's threads: the spdlog logger is thread-safe and the redactor immutable.
+  rd_kafka_conf_set_log_cb(
+      conf, [](const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+        log_redacted(static_cast<const KafkaProducer*>(rd_kafka_opaque(rk))->redactor_, level, fac,
+                     buf);
+      });
   rd_kafka_conf_set_opaque(conf, this);
   rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
   if (rk_ == nullptr) {
+    // rd_kafka_new took ownership of conf only on success.
     rd_kafka_conf_destroy(conf);
-    throw std::runtime_error(std::string("cannot create Kafka producer: ") + errstr);
+    throw std::runtime_error("cannot create Kafka producer: " + redactor_.redact(errstr));
   }
   main_queue_ = rd_kafka_queue_get_main(rk_);
   int fds[2];
@@ -160,10 +192,16 @@ std::expected<int, std::string> probe_brokers(const config::KafkaConfig& cfg,
       return std::unexpected("kafka.properties." + k + ": rejected by librdkafka");
     }
   }
+  const SecretRedactor redactor(cfg.properties);
+  rd_kafka_conf_set_opaque(conf, const_cast<SecretRedactor*>(&redactor));
+  rd_kafka_conf_set_log_cb(
+      conf, [](const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+        log_redacted(*static_cast<const SecretRedactor*>(rd_kafka_opaque(rk)), level, fac, buf);
+      });
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
   if (rk == nullptr) {
     rd_kafka_conf_destroy(conf);
-    return std::unexpected(std::string(errstr));
+    return std::unexpected(redactor.redact(errstr));
   }
   const rd_kafka_metadata_t* md = nullptr;
   const rd_kafka_resp_err_t err =
@@ -253,11 +291,17 @@ void KafkaProducer::on_error(rd_kafka_t* rk, int err, const char* reason, void* 
   if (err == RD_KAFKA_RESP_ERR__FATAL) {
     char buf[512];
     const rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
-    self->on_fatal_(std::string(rd_kafka_err2name(orig)) + ": " + buf);
+    self->on_fatal_(std::string(rd_kafka_err2name(orig)) + ": " + self->redactor_.redact(buf));
     return;
   }
-  // Other errors are informational: librdkafka recovers by itself (brokers down, timeouts).
-  spdlog::warn("kafka: {} ({})", reason, rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)));
+  // Other errors are informational: librdkafka recovers by itself (brokers down, timeouts). They
+  // repeat on every reconnect attempt during an outage: the same text at most every 30 s.
+  std::string text = self->redactor_.redact(reason);
+  const auto now = std::chrono::steady_clock::now();
+  if (text == self->last_error_ && now - self->last_error_at_ < std::chrono::seconds(30)) return;
+  self->last_error_ = text;
+  self->last_error_at_ = now;
+  spdlog::warn("kafka: {} ({})", text, rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)));
 }
 
 }  // namespace walrelay::sink

@@ -15,6 +15,24 @@ constexpr const char* kPinnedOptions =
     "-c DateStyle=ISO -c TimeZone=UTC -c IntervalStyle=iso_8601 -c extra_float_digits=3 "
     "-c bytea_output=hex -c lc_monetary=C";
 
+// Replaces every "quoted" part longer than one character with "****".
+std::string redact_quoted(const std::string& message) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < message.size()) {
+    const std::size_t open = message.find('"', i);
+    if (open == std::string::npos) break;
+    const std::size_t close = message.find('"', open + 1);
+    if (close == std::string::npos) break;
+    out.append(message, i, open + 1 - i);
+    out += close - open - 1 > 1 ? std::string("****") : message.substr(open + 1, close - open - 1);
+    out.push_back('"');
+    i = close + 1;
+  }
+  out.append(message, i, std::string::npos);
+  return out;
+}
+
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
@@ -75,9 +93,13 @@ std::expected<SystemInfo, std::string> ReplicationStream::connect() {
     }
     PQconninfoFree(parsed);
   } else {
-    std::string reason = parse_err != nullptr ? trim(parse_err) : "invalid conninfo";
+    // libpq quotes the offending token, which may be (part of) a password: keep the message's
+    // shape but never its quoted text.
+    std::string reason = parse_err != nullptr ? redact_quoted(trim(parse_err)) : "invalid";
     if (parse_err != nullptr) PQfreemem(parse_err);
-    return std::unexpected("source.conninfo: " + reason);
+    return std::unexpected(
+        "source.conninfo: libpq cannot parse it: " + reason +
+        " (quote values with spaces in single quotes; percent-encode % in URIs)");
   }
   if (!options.empty()) options.push_back(' ');
   options += kPinnedOptions;

@@ -1282,7 +1282,9 @@ TEST(ConfigSyntax, SeveralDocumentsAreAnError) {
   const LoadResult result = load(std::string(kMinimal) + "---\nname: other\n");
   ASSERT_EQ(result.errors.size(), 1u);
   EXPECT_EQ(result.errors[0].key, "");
-  EXPECT_NE(result.errors[0].reason.find("found 2"), std::string::npos);
+  // Documents are counted only up to two (yaml-cpp 0.7 never stops counting on some inputs).
+  EXPECT_NE(result.errors[0].reason.find("expected one YAML document, found several"),
+            std::string::npos);
 }
 
 }  // namespace
@@ -1347,4 +1349,21 @@ TEST(ConfigReliability, MistakesAreReportedTogether) {
   EXPECT_TRUE(has_error(dlq, "errors.dead_letter_topic"));
   auto bad_topic = load_with("errors:\n  policy: dead_letter\n  dead_letter_topic: \"a b\"\n");
   EXPECT_TRUE(has_error(bad_topic, "errors.dead_letter_topic"));
+}
+
+TEST(ConfigMask, MalformedTailAfterAPasswordIsMasked) {
+  // libpq reads `password=Pg-S3cret` and fails on `Tail-S3cret-Part`: both may be the password.
+  const std::string masked =
+      walrelay::config::mask_conninfo("host=x password=Pg-S3cret Tail-S3cret-Part dbname=app");
+  EXPECT_EQ(masked.find("S3cret"), std::string::npos) << masked;
+  EXPECT_EQ(masked.rfind("host=x password=****", 0), 0u) << masked;
+}
+
+// Found by tests/fuzz/fuzz_config: yaml-cpp 0.7's LoadAll never returns on a leading comma.
+TEST(ConfigSyntax, LeadingCommaIsAnErrorNotAnEndlessLoad) {
+  for (const char* text : {",", "# comment\n, name: app", "name: a\n---\n,"}) {
+    auto r = walrelay::config::load_config_text(text, "test.yaml");
+    EXPECT_FALSE(r.config) << text;
+    EXPECT_FALSE(r.errors.empty()) << text;
+  }
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "walrelay/config/config.hpp"
 #include "walrelay/core/record.hpp"
@@ -38,6 +39,19 @@ struct DeliveryReport {
 /// fatal error (librdkafka ERR__FATAL, e.g. a broken idempotence sequence; see librdkafka
 /// INTRODUCTION.md "Idempotent Producer" / "Fatal errors").
 bool is_permanent_failure(rd_kafka_resp_err_t err);
+
+/// Blanks the values of secret properties (config::is_secret_property: `*password*`,
+/// `*secret*`, `sasl.*`, `ssl.key.pem`) out of librdkafka's error texts and log lines, which
+/// sometimes quote a property's value. Immutable after construction; safe from any thread.
+class SecretRedactor {
+ public:
+  explicit SecretRedactor(const std::map<std::string, std::string>& properties);
+  /// `text` with every secret value replaced by `****`.
+  [[nodiscard]] std::string redact(std::string_view text) const;
+
+ private:
+  std::vector<std::string> values_;
+};
 
 /// librdkafka producer driven from an Asio executor.
 ///
@@ -102,6 +116,9 @@ class KafkaProducer {
   std::unique_ptr<boost::asio::posix::stream_descriptor> watcher_;
   DeliveryHandler on_delivery_;
   FatalHandler on_fatal_;
+  SecretRedactor redactor_;
+  std::string last_error_;  // rate limit of repeated error_cb texts (error_cb runs on poll)
+  std::chrono::steady_clock::time_point last_error_at_;
   struct StringHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
