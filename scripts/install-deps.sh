@@ -6,6 +6,9 @@ set -euo pipefail
 packages=(
   # build toolchain
   g++ cmake ninja-build pkg-config clang-format clang-tidy
+  # fuzzing (scripts/fuzz.sh): clang 19 is the first whose __cpp_concepts lets libstdc++ 12 declare
+  # std::expected; libclang-rt has libFuzzer and the sanitizer runtimes, llvm the symbolizer
+  clang-19 libclang-rt-19-dev llvm-19
   # libraries
   libpq-dev librdkafka-dev libsimdjson-dev libboost-dev libboost-system-dev
   libspdlog-dev libyaml-cpp-dev libcli11-dev libgtest-dev libbenchmark-dev libssl-dev

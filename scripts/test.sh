@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full test run on a fresh Debian 12 machine:
 #   install deps -> build debug + asan-ubsan -> start real PostgreSQL/Kafka ->
-#   all tests on debug, unit+component tests on asan-ubsan.
+#   all tests on debug, unit+component tests on asan-ubsan -> fuzzers (scripts/fuzz.sh).
 # Env: WALRELAY_SKIP_INSTALL=1 skips the apt step.
 set -euo pipefail
 
@@ -53,11 +53,14 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 # Run both suites even if the first fails, so one CI run reports everything.
 failed=0
-section "tests: debug (unit, component, integration)"
-ctest --test-dir build/debug --output-on-failure --no-tests=error -j2 || failed=1
+section "tests: debug (unit, component, integration; the long variants run with: WALRELAY_LONG_TESTS=1 ctest -L long)"
+ctest --test-dir build/debug --output-on-failure --no-tests=error -j2 -LE long || failed=1
 
 section "tests: asan-ubsan (unit, component)"
 ctest --test-dir build/asan --output-on-failure --no-tests=error -L 'unit|component' || failed=1
+
+section "fuzzing (each target ${WALRELAY_FUZZ_SECONDS:-60}s, build/fuzz)"
+scripts/fuzz.sh || failed=1
 
 if ((failed)); then
   section "FAILED"
