@@ -16,6 +16,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "text.hpp"
+
 namespace walrelay::config {
 
 namespace {
@@ -32,16 +34,7 @@ constexpr std::chrono::milliseconds kMaxStatusInterval{3'600'000};
 constexpr std::array<std::string_view, 7> kLogLevels{"trace", "debug",    "info", "warn",
                                                      "error", "critical", "off"};
 
-std::string quoted(std::string_view text) {
-  // Appends instead of `"\"" + std::string(text)`: GCC 12 at -O2/-O3 reports a false -Wrestrict
-  // in operator+(const char*, std::string&&) (GCC bug 105329).
-  std::string out;
-  out.reserve(text.size() + 2);
-  out += '"';
-  out += text;
-  out += '"';
-  return out;
-}
+using detail::quoted;
 
 std::string join(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : path + "." + std::string(key);

@@ -1,3 +1,4 @@
+#include "text.hpp"
 #include "walrelay/config/config.hpp"
 
 namespace walrelay::config {
@@ -7,16 +8,7 @@ namespace {
 constexpr std::string_view kExpected =
     "expected schema.table (quote a part that contains a dot: \"my.schema\".table), got ";
 
-std::string quoted(std::string_view text) {
-  // Appends instead of `"\"" + std::string(text)`: GCC 12 at -O2/-O3 reports a false -Wrestrict
-  // in operator+(const char*, std::string&&) (GCC bug 105329).
-  std::string out;
-  out.reserve(text.size() + 2);
-  out += '"';
-  out += text;
-  out += '"';
-  return out;
-}
+using detail::quoted;
 
 /// Reads one part starting at `pos`. The schema part (`last` false) must end at a dot, which is
 /// left at `pos`; the table part (`last` true) must end the text.

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "text.hpp"
 #include "walrelay/config/config.hpp"
 
 namespace walrelay::config {
@@ -44,16 +45,7 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-std::string quoted(std::string_view text) {
-  // Appends instead of `"\"" + std::string(text)`: GCC 12 at -O2/-O3 reports a false -Wrestrict
-  // in operator+(const char*, std::string&&) (GCC bug 105329).
-  std::string out;
-  out.reserve(text.size() + 2);
-  out += '"';
-  out += text;
-  out += '"';
-  return out;
-}
+using detail::quoted;
 
 /// number * factor, or nullopt on overflow of `limit`.
 std::optional<std::uint64_t> scale(std::uint64_t number, std::uint64_t factor,

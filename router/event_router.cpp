@@ -486,6 +486,23 @@ EventRouter::Slot& EventRouter::next_slot() {
   return s;
 }
 
+EventRouter::Slot& EventRouter::transaction_record(std::string_view status) {
+  // Debezium transaction metadata: `<prefix>.transaction`, keyed by {"id":"<txId>:<LSN>"}, so the
+  // BEGIN and END of one transaction share a partition and stay in order.
+  Slot& s = next_slot();
+  append_topic_part(s.topic, settings_.topic_prefix);
+  s.topic += ".transaction";
+  s.has_key = true;
+  s.key = "{\"id\":";
+  json::append_string(s.key, txn_id_);
+  s.key.push_back('}');
+  s.value = "{\"status\":\"";
+  s.value += status;
+  s.value += "\",\"id\":";
+  json::append_string(s.value, txn_id_);
+  return s;
+}
+
 void EventRouter::begin_metadata_if_needed() {
   if (!settings_.events.transaction_metadata || begin_emitted_) return;
   begin_emitted_ = true;
@@ -494,15 +511,7 @@ void EventRouter::begin_metadata_if_needed() {
   append_uint(txn_id_, xid_);
   txn_id_.push_back(':');
   append_uint(txn_id_, commit_lsn_.value());
-  Slot& s = next_slot();
-  append_topic_part(s.topic, settings_.topic_prefix);
-  s.topic += ".transaction";
-  s.has_key = true;
-  s.key = "{\"id\":";
-  json::append_string(s.key, txn_id_);
-  s.key.push_back('}');
-  s.value = "{\"status\":\"BEGIN\",\"id\":";
-  json::append_string(s.value, txn_id_);
+  Slot& s = transaction_record("BEGIN");
   s.value += ",\"event_count\":null,\"data_collections\":null,\"ts_ms\":";
   append_int(s.value, commit_ts_ms_);
   s.value.push_back('}');
@@ -513,15 +522,7 @@ std::span<const Record> EventRouter::commit() {
   used_slots_ = 0;
   records_.clear();
   if (!begin_emitted_) return {};
-  Slot& s = next_slot();
-  append_topic_part(s.topic, settings_.topic_prefix);
-  s.topic += ".transaction";
-  s.has_key = true;
-  s.key = "{\"id\":";
-  json::append_string(s.key, txn_id_);
-  s.key.push_back('}');
-  s.value = "{\"status\":\"END\",\"id\":";
-  json::append_string(s.value, txn_id_);
+  Slot& s = transaction_record("END");
   s.value += ",\"event_count\":";
   append_uint(s.value, event_count_);
   s.value += ",\"data_collections\":[";

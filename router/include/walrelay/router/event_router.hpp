@@ -110,6 +110,8 @@ class EventRouter {
 
   Slot& next_slot();
   void begin_metadata_if_needed();
+  /// A transaction-metadata record with its topic, key and `{"status":…,"id":…` started.
+  Slot& transaction_record(std::string_view status);
   void append_image(std::string& out, const std::vector<decoder::Column>& cols, const Rule& rule,
                     std::string& err);
   bool append_after_image(std::string& out, const decoder::Change& c, const Rule& rule,
