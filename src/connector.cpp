@@ -185,11 +185,13 @@ void Connector::start_session() {
       system_.server_version, system_.system_id, system_.timeline, system_.dbname, cfg_.source.slot,
       start_lsn_.to_string(), system_.xlogpos.to_string(), cfg_.topics.prefix,
       cfg_.kafka.bootstrap_servers);
+  // The heartbeat runs while a session streams: with the server unreachable its (blocking)
+  // connection attempts would only hold up the event loop.
   if (!heartbeat_ && cfg_.heartbeat.enabled) {
     heartbeat_ = std::make_unique<Heartbeat>(io_.get_executor(), cfg_.source.conninfo,
                                              "walrelay-heartbeat-" + cfg_.name, cfg_.heartbeat);
-    heartbeat_->start();
   }
+  if (heartbeat_) heartbeat_->start();
   last_progress_ = std::chrono::steady_clock::now();
   schedule_status();
   schedule_progress();
@@ -511,6 +513,7 @@ void Connector::after_session(Outcome outcome, const std::string& reason) {
 
 void Connector::end_session() {
   streaming_ = false;
+  if (heartbeat_) heartbeat_->stop();
   status_timer_.cancel();
   progress_timer_.cancel();
   if (stream_) stream_->close();
