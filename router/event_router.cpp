@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <ctime>
 #include <chrono>
 
 #include "walrelay/core/json.hpp"
@@ -30,10 +31,12 @@ void append_uint(std::string& out, std::uint64_t v) {
   out.append(buf, static_cast<std::size_t>(end - buf));
 }
 
+// Processing time for the envelope's ts_ms. The coarse clock (a few ms resolution) is enough for
+// a processing timestamp and avoids a full clock read per event.
 std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
 const decoder::Column* find_column(const std::vector<decoder::Column>& cols,

@@ -269,11 +269,13 @@ void KafkaProducer::on_dr(rd_kafka_t* /*rk*/, const rd_kafka_message_t* msg, voi
     r.value = std::string_view(static_cast<const char*>(msg->payload), msg->len);
     r.has_value = true;
   }
-  // The `id` header, for logs and dead-letter records (rd_kafka_message_headers needs a
-  // non-const message; it only reads it here).
+  // The `id` header, for logs and dead-letter records of failed deliveries only (a lookup per
+  // successful report would be wasted work; rd_kafka_message_headers needs a non-const message,
+  // it only reads it here).
   rd_kafka_headers_t* hdrs = nullptr;
-  if (rd_kafka_message_headers(const_cast<rd_kafka_message_t*>(msg), &hdrs) ==
-      RD_KAFKA_RESP_ERR_NO_ERROR) {
+  if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR &&
+      rd_kafka_message_headers(const_cast<rd_kafka_message_t*>(msg), &hdrs) ==
+          RD_KAFKA_RESP_ERR_NO_ERROR) {
     const void* v = nullptr;
     std::size_t n = 0;
     if (rd_kafka_header_get_last(hdrs, "id", &v, &n) == RD_KAFKA_RESP_ERR_NO_ERROR &&
