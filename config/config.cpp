@@ -530,7 +530,23 @@ class Loader {
       }
       auto value = scalar(entry.second, child, "a string, number or boolean");
       if (!value) continue;
-      config_.kafka.properties[name] = normalize_bool(entry.second, std::move(*value));
+      std::string v = normalize_bool(entry.second, std::move(*value));
+      // walrelay confirms the slot once Kafka acknowledged an event: settings that make an
+      // acknowledgement mean nothing, or let a retry reorder a key's events, break the delivery
+      // guarantee (README "Delivery guarantee").
+      if (name == "acks" && v == "0") {
+        error(child,
+              "acks=0 acknowledges nothing, so walrelay could confirm changes the broker "
+              "never stored; use all (the default)");
+        continue;
+      }
+      if (name == "enable.idempotence" && v == "false") {
+        error(child,
+              "without idempotence a retried batch can land after a later one and reorder "
+              "a key's events; keep true (the default)");
+        continue;
+      }
+      config_.kafka.properties[name] = std::move(v);
     }
   }
 

@@ -4,9 +4,10 @@
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
-#include <ctime>
 #include <chrono>
+#include <ctime>
 
 #include "walrelay/core/json.hpp"
 
@@ -408,10 +409,16 @@ EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_vi
   }
   // Two tables whose names map to one topic would mix their events: refuse the later one (the
   // connector also checks the tables that exist at start-up).
-  if (auto [it, inserted] = topic_owner_.emplace(r.topic, r.data_collection);
+  // Kafka treats '.' and '_' alike in topic names (their metric names collide): the broker
+  // refuses the second of two such topics, so they count as one here.
+  std::string clash_key = r.topic;
+  std::replace(clash_key.begin(), clash_key.end(), '.', '_');
+  if (auto [it, inserted] = topic_owner_.emplace(clash_key, r.data_collection);
       !inserted && it->second != r.data_collection) {
     r.collision = "tables " + it->second + " and " + r.data_collection +
-                  " would both publish to topic '" + r.topic + "'; give one of them its own topic";
+                  " would both publish to topic '" + r.topic +
+                  "' (names are mapped to Kafka's [A-Za-z0-9._-], and Kafka treats '.' and '_' "
+                  "alike); give one of them its own topic";
   }
   if (r.topic.size() > 249) {
     r.collision = "topic '" + r.topic + "' is longer than Kafka's 249 characters";
@@ -454,6 +461,22 @@ std::optional<std::string> EventRouter::outbox_event_id(const decoder::Change& c
   return id;
 }
 
+std::vector<std::string> EventRouter::missing_outbox_columns(std::string_view schema,
+                                                             std::string_view table) {
+  std::vector<std::string> missing;
+  const Rule& rule = rule_for(schema, table);
+  if (rule.role != TableRole::kOutbox || rule.schema == nullptr) return missing;
+  const config::OutboxConfig& ob = *rule.outbox;
+  std::vector<std::string> wanted = {ob.event_id, ob.aggregate_id, ob.aggregate_type, ob.payload};
+  if (ob.event_type) wanted.push_back(*ob.event_type);
+  if (ob.timestamp) wanted.push_back(*ob.timestamp);
+  for (const auto& a : ob.additional) wanted.push_back(a.column);
+  for (const auto& w : wanted) {
+    if (rule.schema->column(w) == nullptr) missing.push_back(w);
+  }
+  return missing;
+}
+
 std::string EventRouter::topic_of(std::string_view schema, std::string_view table) {
   const Rule& r = rule_for(schema, table);
   return r.role == TableRole::kRowChange ? r.topic : std::string();
@@ -467,6 +490,7 @@ void EventRouter::begin(std::uint64_t xid, Lsn commit_lsn, std::int64_t commit_t
   event_count_ = 0;
   begin_emitted_ = false;
   collection_counts_.clear();
+  truncated_.clear();
 }
 
 EventRouter::Slot& EventRouter::next_slot() {
@@ -886,6 +910,13 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
       return {};
     case Action::kTruncate:
       if (!ops.truncate) return {};
+      // TRUNCATE of a partitioned table is reported for the root and every leaf; they all map to
+      // the root's topic, so publish it once per transaction.
+      if (std::find(truncated_.begin(), truncated_.end(), rule.data_collection) !=
+          truncated_.end()) {
+        return {};
+      }
+      truncated_.push_back(rule.data_collection);
       if (!emit('t', nullptr, nullptr, false)) return fail(err);
       return {};
     default:
@@ -945,6 +976,7 @@ std::expected<void, MappingError> EventRouter::emit_outbox(const config::OutboxC
   if (!append_text(s.key, f.aggregate_id->value)) return fail("malformed aggregate id");
   scratch_.clear();
   if (!append_text(scratch_, f.aggregate_type->value)) return fail("malformed aggregate type");
+  if (scratch_.empty()) return fail("aggregate type '" + ob.aggregate_type + "' is empty");
 
   constexpr std::string_view kPlaceholder = "{aggregate_type}";
   const std::string_view tmpl = ob.topic;

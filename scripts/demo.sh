@@ -39,6 +39,7 @@ tests/services/start.sh "$state" >/dev/null
 source "$state/env"
 export DEMO_PG_CONNINFO="$WALRELAY_TEST_PG_CONNINFO"
 export DEMO_KAFKA_BOOTSTRAP="$WALRELAY_TEST_KAFKA_BOOTSTRAP"
+export DEMO_STATE_DIR="$state/walrelay-state"
 
 section "create the demo schema (invoices + event_outbox)"
 psql "$DEMO_PG_CONNINFO" -X -q -v ON_ERROR_STOP=1 -f examples/demo.sql
@@ -49,11 +50,18 @@ section "walrelay check"
 section "walrelay run (log: $state/walrelay.log)"
 "$bin" run --config examples/demo.yaml >"$state/walrelay.log" 2>&1 &
 walrelay_pid=$!
-for _ in $(seq 1 50); do
+for _ in $(seq 1 100); do
   grep -q "streaming:" "$state/walrelay.log" && break
+  if ! kill -0 "$walrelay_pid" 2>/dev/null; then
+    cat "$state/walrelay.log"
+    echo "walrelay exited before streaming" >&2
+    walrelay_pid=""
+    exit 1
+  fi
   sleep 0.2
 done
 cat "$state/walrelay.log"
+grep -q "streaming:" "$state/walrelay.log" || { echo "walrelay is not streaming" >&2; exit 1; }
 
 section "business transactions (examples/demo-transactions.sql)"
 psql "$DEMO_PG_CONNINFO" -X -v ON_ERROR_STOP=1 -f examples/demo-transactions.sql

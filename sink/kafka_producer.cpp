@@ -45,6 +45,21 @@ std::string SecretRedactor::redact(std::string_view text) const {
 
 namespace {
 
+// Sets every property on `conf`; returns "" or one line per property librdkafka rejected, with
+// its reason (secret values blanked), so every bad key is reported at once.
+std::string apply_properties(rd_kafka_conf_t* conf, const std::map<std::string, std::string>& props,
+                             const SecretRedactor& redactor) {
+  std::string rejected;
+  char errstr[512];
+  for (const auto& [k, v] : props) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+      if (!rejected.empty()) rejected += "\n";
+      rejected += "kafka.properties." + k + ": " + redactor.redact(errstr);
+    }
+  }
+  return rejected;
+}
+
 void log_redacted(const SecretRedactor& redactor, int level, const char* fac, const char* buf) {
   const auto lvl = level <= 3   ? spdlog::level::err
                    : level <= 4 ? spdlog::level::warn
@@ -85,12 +100,11 @@ KafkaProducer::KafkaProducer(asio::any_io_executor executor, const config::Kafka
       redactor_(cfg.properties) {
   char errstr[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  for (const auto& [k, v] : effective_producer_properties(cfg, client_id)) {
-    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
-      rd_kafka_conf_destroy(conf);
-      // errstr names the property and may quote its value; report the name only.
-      throw std::runtime_error("kafka.properties." + k + ": rejected by librdkafka");
-    }
+  if (auto rejected =
+          apply_properties(conf, effective_producer_properties(cfg, client_id), redactor_);
+      !rejected.empty()) {
+    rd_kafka_conf_destroy(conf);
+    throw std::runtime_error(rejected);
   }
   rd_kafka_conf_set_dr_msg_cb(conf, &KafkaProducer::on_dr);
   rd_kafka_conf_set_error_cb(conf, &KafkaProducer::on_error);
@@ -186,13 +200,13 @@ std::expected<int, std::string> probe_brokers(const config::KafkaConfig& cfg,
                                               std::chrono::milliseconds timeout) {
   char errstr[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  for (const auto& [k, v] : effective_producer_properties(cfg, "walrelay-check")) {
-    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
-      rd_kafka_conf_destroy(conf);
-      return std::unexpected("kafka.properties." + k + ": rejected by librdkafka");
-    }
-  }
   const SecretRedactor redactor(cfg.properties);
+  if (auto rejected =
+          apply_properties(conf, effective_producer_properties(cfg, "walrelay-check"), redactor);
+      !rejected.empty()) {
+    rd_kafka_conf_destroy(conf);
+    return std::unexpected(rejected);
+  }
   rd_kafka_conf_set_opaque(conf, const_cast<SecretRedactor*>(&redactor));
   rd_kafka_conf_set_log_cb(
       conf, [](const rd_kafka_t* rk, int level, const char* fac, const char* buf) {

@@ -2,10 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <csignal>
 #include <map>
 #include <random>
+#include <set>
 
 #include "walrelay/decoder/plugin_options.hpp"
 
@@ -101,6 +103,21 @@ ExitCode Connector::run() {
     return ExitCode::kRuntimeError;
   }
   record_ = *loaded;
+  // Allowed, but weaker than the defaults: say so once.
+  if (auto it = cfg_.kafka.properties.find("acks");
+      it != cfg_.kafka.properties.end() && it->second != "all" && it->second != "-1") {
+    spdlog::warn(
+        "kafka.properties.acks={}: an acknowledged event can still be lost if the "
+        "partition leader fails; walrelay's guarantee assumes acks=all",
+        it->second);
+  }
+  if (auto it = cfg_.kafka.properties.find("message.timeout.ms");
+      it != cfg_.kafka.properties.end() && it->second != "0") {
+    spdlog::warn(
+        "kafka.properties.message.timeout.ms={}: during a broker outage events time out "
+        "and count as failed deliveries ({}), instead of waiting",
+        it->second, cfg_.errors.policy == "dead_letter" ? "dead-lettered" : "walrelay stops");
+  }
   try {
     create_producer();
   } catch (const std::exception& e) {
@@ -204,6 +221,7 @@ Connector::Outcome Connector::prepare() {
     return connect_error_is_fatal(sys.error()) ? fatal(ExitCode::kRuntimeError) : Outcome::kRetry;
   }
   system_ = *sys;
+  if (system_.xlogpos > server_wal_end_) server_wal_end_ = system_.xlogpos;
 
   auto wal_level = stream_->query("SHOW wal_level");
   if (!wal_level) {
@@ -231,7 +249,20 @@ Connector::Outcome Connector::prepare() {
   }
 
   const std::string& slot = cfg_.source.slot;
-  const bool allow_reset = cfg_.source.allow_slot_reset;
+  // allow_slot_reset accepts one loss: once used it is remembered in the record and ignored until
+  // the operator removes it from the configuration (a start without it clears the mark).
+  bool allow_reset = cfg_.source.allow_slot_reset;
+  if (record_ && record_->reset_used) {
+    if (allow_reset) {
+      spdlog::warn(
+          "source.allow_slot_reset is still set but was already used once for slot {}; "
+          "it is ignored now. Remove it from the configuration",
+          slot);
+      allow_reset = false;
+    } else {
+      record_->reset_used = false;
+    }
+  }
   // The durable slot record: a different cluster, or a failover past what walrelay confirmed,
   // means the slot's stream may be missing changes.
   if (record_ && !allow_reset) {
@@ -268,6 +299,28 @@ Connector::Outcome Connector::prepare() {
     }
   }
 
+  // Tables, topics and outbox columns are checked before a slot is created: a configuration
+  // that cannot run must leave nothing behind on the server.
+  if (!catalog_) {
+    catalog_ =
+        std::make_unique<Catalog>(cfg_.source.conninfo, "walrelay-catalog-" + cfg_.name, types_);
+    if (auto connected = catalog_->connect(); !connected) {
+      reason_ = connected.error();
+      catalog_.reset();
+      return connect_error_is_fatal(reason_) ? fatal(ExitCode::kRuntimeError) : Outcome::kRetry;
+    }
+  }
+  if (!router_) {
+    router_ = std::make_unique<router::EventRouter>(
+        router::RouterSettings{cfg_.name, cfg_.topics.prefix, system_.dbname, version_string(),
+                               cfg_.events},
+        cfg_, catalog_.get(), types_);
+    if (auto checked = check_tables(); checked != Outcome::kStreaming) {
+      router_.reset();
+      return checked;
+    }
+  }
+
   auto found = stream_->find_slot(slot);
   if (!found) {
     reason_ = "cannot look up slot " + slot + ": " + found.error();
@@ -294,6 +347,15 @@ Connector::Outcome Connector::prepare() {
     if (!created) {
       reason_ = "cannot create replication slot '" + slot + "': " + created.error();
       return Outcome::kRetry;
+    }
+    if (record_ && allow_reset) {
+      spdlog::error(
+          "source.allow_slot_reset: created a new slot {}; changes committed between "
+          "{} (last confirmed) and {} are NOT in the stream. The setting is now used "
+          "up: remove it from the configuration",
+          slot, record_->confirmed.to_string(), created->first.to_string());
+      record_->reset_used = true;
+      record_->confirmed = created->first;
     }
     spdlog::info("created replication slot {} (plugin wal2json) at consistent point {}", slot,
                  created->first.to_string());
@@ -335,26 +397,6 @@ Connector::Outcome Connector::prepare() {
   in_txn_ = false;
   pending_ = {};
 
-  if (!catalog_) {
-    catalog_ =
-        std::make_unique<Catalog>(cfg_.source.conninfo, "walrelay-catalog-" + cfg_.name, types_);
-    if (auto connected = catalog_->connect(); !connected) {
-      reason_ = connected.error();
-      catalog_.reset();
-      return connect_error_is_fatal(reason_) ? fatal(ExitCode::kRuntimeError) : Outcome::kRetry;
-    }
-  }
-  if (!router_) {
-    router_ = std::make_unique<router::EventRouter>(
-        router::RouterSettings{cfg_.name, cfg_.topics.prefix, system_.dbname, version_string(),
-                               cfg_.events},
-        cfg_, catalog_.get(), types_);
-    if (auto checked = check_tables(); checked != Outcome::kStreaming) {
-      router_.reset();
-      return checked;
-    }
-  }
-
   // The record now names this cluster, timeline and slot; the confirmed position never moves
   // back in it.
   SlotRecord rec;
@@ -363,9 +405,11 @@ Connector::Outcome Connector::prepare() {
   rec.database = system_.dbname;
   rec.slot = slot;
   rec.confirmed = start_lsn_;
-  if (record_ && record_->confirmed > rec.confirmed && record_->system_id == rec.system_id) {
+  if (record_ && record_->confirmed > rec.confirmed && record_->system_id == rec.system_id &&
+      !record_->reset_used) {
     rec.confirmed = record_->confirmed;
   }
+  rec.reset_used = record_ && record_->reset_used;
   record_ = rec;
   save_record();
   return Outcome::kStreaming;
@@ -378,6 +422,7 @@ Connector::Outcome Connector::check_tables() {
   bool filter_on_server = true;
   std::vector<std::string> routes;            // "schema.table → topic" for the summary
   std::map<std::string, std::string> topics;  // topic → the table publishing to it
+  std::set<std::string> seen_tables;
   for (const auto& tc : cfg_.tables) {
     if (has_partial_glob(tc.schema_pattern) || has_partial_glob(tc.table_pattern)) {
       filter_on_server = false;  // wal2json's add-tables only knows a whole `*`
@@ -404,6 +449,8 @@ Connector::Outcome Connector::check_tables() {
     for (const auto& r : *rows) {
       const std::string schema = r[0].value_or("");
       const std::string table = r[1].value_or("");
+      // A table several entries match is checked (and listed) once: the first entry decides.
+      if (!seen_tables.insert(schema + '\0' + table).second) continue;
       if (r[4].value_or("r") == "p") {
         // wal2json reports a partitioned table's changes under its leaves' names (shared/cases/
         // README.md item 10): filtering by the root's name on the server would match nothing.
@@ -411,6 +458,14 @@ Connector::Outcome Connector::check_tables() {
       }
       const auto role = router_->role_of(schema, table);
       if (role == router::TableRole::kOutbox) {
+        // A misnamed column would stop the connector at the first event: refuse it now.
+        if (auto missing = router_->missing_outbox_columns(schema, table); !missing.empty()) {
+          std::string list;
+          for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+          reason_ = "outbox table " + schema + "." + table + " has no column " + list +
+                    " named in its outbox configuration";
+          return fatal(ExitCode::kConfigError);
+        }
         routes.push_back(schema + "." + table + " (outbox)");
         continue;
       }
@@ -419,17 +474,17 @@ Connector::Outcome Connector::check_tables() {
       const std::string qualified = schema + "." + table;
       routes.push_back(qualified + " → " + topic);
       if (topic.size() > 249) {
-        spdlog::error(
-            "table {} maps to topic '{}', longer than Kafka's 249 characters; set a "
-            "shorter `topic` for it",
-            qualified, topic);
+        reason_ = "table " + qualified + " maps to topic '" + topic +
+                  "', longer than Kafka's 249 characters; set a shorter `topic` for it";
         return fatal(ExitCode::kConfigError);
       }
-      if (auto [it, inserted] = topics.emplace(topic, qualified); !inserted) {
-        spdlog::error(
-            "tables {} and {} would both publish to topic '{}' (names are mapped to "
-            "Kafka's [A-Za-z0-9._-]); give one of them its own `topic`",
-            it->second, qualified, topic);
+      std::string clash_key = topic;  // Kafka treats '.' and '_' alike in topic names
+      std::replace(clash_key.begin(), clash_key.end(), '.', '_');
+      if (auto [it, inserted] = topics.emplace(clash_key, qualified); !inserted) {
+        reason_ = "tables " + it->second + " and " + qualified + " would both publish to topic '" +
+                  topic +
+                  "' (names are mapped to Kafka's [A-Za-z0-9._-], and Kafka treats '.' and '_' "
+                  "alike); give one of them its own `topic`";
         return fatal(ExitCode::kConfigError);
       }
       const std::string ident = r[2].value_or("d");

@@ -50,6 +50,8 @@ std::expected<std::optional<SlotRecord>, std::string> StateStore::load() const {
       r.database = value;
     } else if (key == "slot") {
       r.slot = value;
+    } else if (key == "reset_used") {
+      r.reset_used = value == "true";
     } else if (key == "confirmed_lsn") {
       auto lsn = Lsn::parse(value);
       if (!lsn) return std::unexpected(path_ + ": malformed confirmed_lsn '" + value + "'");
@@ -73,7 +75,8 @@ std::expected<void, std::string> StateStore::save(const SlotRecord& r) const {
        << "timeline=" << r.timeline << "\n"
        << "database=" << r.database << "\n"
        << "slot=" << r.slot << "\n"
-       << "confirmed_lsn=" << r.confirmed.to_string() << "\n";
+       << "confirmed_lsn=" << r.confirmed.to_string() << "\n"
+       << "reset_used=" << (r.reset_used ? "true" : "false") << "\n";
   const std::string text = body.str();
   const std::string tmp = path_ + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -19,6 +19,8 @@ struct SlotRecord {
   std::string database;
   std::string slot;
   Lsn confirmed;  ///< last flush LSN walrelay sent in a standby status update
+  /// source.allow_slot_reset was used to accept a loss; cleared by a start without the setting.
+  bool reset_used = false;
 };
 
 /// Stores SlotRecords as small text files `<dir>/<slot>.state` (`key=value` lines), replaced

@@ -1367,3 +1367,16 @@ TEST(ConfigSyntax, LeadingCommaIsAnErrorNotAnEndlessLoad) {
     EXPECT_FALSE(r.errors.empty()) << text;
   }
 }
+
+TEST(ConfigKafka, PropertiesThatBreakTheDeliveryGuaranteeAreRefused) {
+  auto r = walrelay::config::load_config_text(
+      "name: b\nsource:\n  conninfo: x\nkafka:\n  properties:\n    acks: 0\n"
+      "    enable.idempotence: false\n    compression.type: lz4\ntables:\n  - name: public.t\n",
+      "test.yaml");
+  EXPECT_FALSE(r.config);
+  std::set<std::string> keys;
+  for (const auto& e : r.errors) keys.insert(e.key);
+  EXPECT_TRUE(keys.contains("kafka.properties.acks"));
+  EXPECT_TRUE(keys.contains("kafka.properties.enable.idempotence"));
+  EXPECT_FALSE(keys.contains("kafka.properties.compression.type"));
+}

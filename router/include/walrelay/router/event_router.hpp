@@ -88,6 +88,10 @@ class EventRouter {
   /// event-id field is not parsed here), for dead-letter records; nullopt otherwise.
   std::optional<std::string> outbox_event_id(const decoder::Change& change);
 
+  /// Checks an outbox table's columns against its configuration: the names of configured columns
+  /// the table does not have (empty when all exist or the shape is unknown).
+  std::vector<std::string> missing_outbox_columns(std::string_view schema, std::string_view table);
+
   /// How many NOT NULL numeric/float values arrived as null (NaN/Infinity under wal2json < 2.6).
   [[nodiscard]] std::uint64_t nan_as_null_count() const { return nan_as_null_; }
 
@@ -149,6 +153,7 @@ class EventRouter {
   bool begin_emitted_ = false;
   std::string txn_id_;  // "<xid>:<commit lsn>" for transaction metadata
   std::vector<std::pair<std::string, std::uint32_t>> collection_counts_;
+  std::vector<std::string> truncated_;  // tables TRUNCATEd in this transaction (partition roots)
 
   // Reused output slots (no per-event allocation once warm).
   std::vector<std::unique_ptr<Slot>> slots_;
