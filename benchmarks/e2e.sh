@@ -70,7 +70,7 @@ log:
   progress_interval: 5s
 YAML
 t0=$(date +%s.%N)
-"$bin" run --config "$work/bench.yaml" > "$work/walrelay.log" 2>&1 &
+${BENCH_WRAP:-} "$bin" run --config "$work/bench.yaml" > "$work/walrelay.log" 2>&1 &
 pid=$!
 until [[ "$(sql "SELECT confirmed_flush_lsn >= '$end_lsn' FROM pg_replication_slots
               WHERE slot_name = '$run_id'")" == "t" ]]; do
