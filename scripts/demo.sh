@@ -78,7 +78,7 @@ consume() {
   done
   printf '%s\n' "$out"
 }
-consume billing.public.invoices 3
+consume billing.public.invoices 4
 consume outbox.event.InvoiceCreated 1
 consume outbox.event.InvoicePaid 1
 

@@ -3,6 +3,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "replication/replication_stream.hpp"
+#include "state_store.hpp"
 #include "walrelay/sink/kafka_producer.hpp"
 
 namespace walrelay {
@@ -28,16 +29,36 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
         wal_level && !wal_level->empty() ? (*wal_level)[0][0].value_or("") : "?";
     out << "  wal_level " << level << (level == "logical" ? "" : "  FAIL: needs logical") << "\n";
     ok = ok && level == "logical";
+    // The same slot-record rule `run` applies (README "Reliability").
+    const StateStore store(
+        cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir,
+        cfg.source.slot);
+    auto record = store.load();
+    if (!record) {
+      out << "  FAIL slot record: " << record.error() << "\n";
+      ok = false;
+    } else if (*record) {
+      out << "  slot record " << store.path() << ": system " << (*record)->system_id
+          << ", timeline " << (*record)->timeline << ", confirmed "
+          << (*record)->confirmed.to_string() << "\n";
+      if ((*record)->system_id != sys->system_id && !cfg.source.allow_slot_reset) {
+        out << "  FAIL the slot was streamed from another PostgreSQL system (run exits 5)\n";
+        ok = false;
+      }
+    }
     auto slot = stream.find_slot(cfg.source.slot);
     if (!slot) {
       out << "  FAIL cannot read pg_replication_slots: " << slot.error() << "\n";
       ok = false;
     } else if (!*slot) {
+      const bool streamed_before = record && *record && !cfg.source.allow_slot_reset;
       out << "  slot " << cfg.source.slot << ": does not exist"
-          << (cfg.source.create_slot ? " (will be created with plugin wal2json)"
-                                     : "  FAIL: source.create_slot is false")
+          << (streamed_before ? "  FAIL: walrelay streamed it before, so it was dropped or lost "
+                                "(run exits 5)"
+              : cfg.source.create_slot ? " (will be created with plugin wal2json)"
+                                       : "  FAIL: source.create_slot is false")
           << "\n";
-      ok = ok && cfg.source.create_slot;
+      ok = ok && cfg.source.create_slot && !streamed_before;
     } else {
       const auto& s = **slot;
       out << "  slot " << cfg.source.slot << ": plugin " << s.plugin << ", type " << s.slot_type
