@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/post.hpp>
 #include <csignal>
 #include <map>
@@ -62,6 +63,12 @@ std::chrono::milliseconds parse_pg_duration(const std::string& text) {
   if (unit == "h") return std::chrono::hours(n);
   if (unit == "d") return std::chrono::hours(24 * n);
   return std::chrono::milliseconds(0);
+}
+
+// Set by a second SIGINT/SIGTERM during the shutdown flush (async-signal-safe: a lock-free flag).
+std::atomic<bool> g_second_signal{false};
+extern "C" void on_second_signal(int /*signo*/) {
+  g_second_signal.store(true);
 }
 
 constexpr std::uint64_t kSeqMask = (1ull << 48) - 1;
@@ -916,15 +923,28 @@ void Connector::finish(ExitCode code) {
   reconnect_timer_.cancel();
   boost::system::error_code ec;
   signals_.cancel(ec);
+  // A second signal cuts the flush short (an orchestrator's impatience, or an operator's): what
+  // is acknowledged by then is still confirmed, the rest is replayed on the next start.
+  signals_.clear(ec);
+  std::signal(SIGINT, on_second_signal);
+  std::signal(SIGTERM, on_second_signal);
   if (heartbeat_) heartbeat_->stop();
   // Defer the blocking part: finish may be called from inside a delivery report.
   asio::post(io_, [this] {
     if (producer_) {
-      const int left = producer_->flush(cfg_.kafka.flush_timeout);
+      const auto deadline = std::chrono::steady_clock::now() + cfg_.kafka.flush_timeout;
+      producer_->poll();
+      int left = producer_->outstanding();
+      while (left > 0 && !g_second_signal.load() && std::chrono::steady_clock::now() < deadline) {
+        left = producer_->flush(std::chrono::milliseconds(100));
+      }
+      if (left > 0 && g_second_signal.load()) {
+        spdlog::warn("second signal: not waiting for the last {} events", left);
+      }
       if (left > 0) {
         spdlog::warn(
-            "{} events were not acknowledged within kafka.flush_timeout; they will be "
-            "sent again on restart",
+            "{} events were not acknowledged at shutdown; they will be sent again on "
+            "restart",
             left);
         producer_->purge();
       }
