@@ -272,38 +272,43 @@ std::string describe(const std::vector<KafkaRecord>& records) {
   return s;
 }
 
+rd_kafka_t* new_assign_consumer(const std::string& bootstrap,
+                                const std::vector<std::pair<const char*, std::string>>& extra) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  std::vector<std::pair<const char*, std::string>> settings = {
+      {"bootstrap.servers", bootstrap},
+      {"group.id", unique_name("reader")},  // required by the API; never joined
+      {"enable.auto.commit", "false"},
+      {"enable.auto.offset.store", "false"},
+      {"enable.partition.eof", "true"},
+      {"auto.offset.reset", "earliest"},
+      {"allow.auto.create.topics", "false"},
+      {"log_level", "3"},
+  };
+  settings.insert(settings.end(), extra.begin(), extra.end());
+  for (const auto& [k, v] : settings) {
+    if (rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      throw std::runtime_error(std::string("librdkafka config ") + k + ": " + err);
+    }
+  }
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  if (rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    throw std::runtime_error(std::string("cannot create Kafka consumer: ") + err);
+  }
+  rd_kafka_poll_set_consumer(rk);
+  return rk;
+}
+
 namespace {
 
 /// A librdkafka consumer used only with assign(): no subscription, no commits.
 class Consumer {
  public:
-  explicit Consumer(const std::string& bootstrap) {
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
-    char err[512];
-    const std::pair<const char*, std::string> settings[] = {
-        {"bootstrap.servers", bootstrap},
-        {"group.id", unique_name("reader")},  // required by the API; never joined
-        {"enable.auto.commit", "false"},
-        {"enable.auto.offset.store", "false"},
-        {"enable.partition.eof", "true"},
-        {"auto.offset.reset", "earliest"},
-        {"allow.auto.create.topics", "false"},
-        {"topic.metadata.refresh.interval.ms", "500"},
-        {"log_level", "3"},
-    };
-    for (const auto& [k, v] : settings) {
-      if (rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
-        rd_kafka_conf_destroy(conf);
-        throw std::runtime_error(std::string("librdkafka config ") + k + ": " + err);
-      }
-    }
-    rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
-    if (rk_ == nullptr) {
-      rd_kafka_conf_destroy(conf);
-      throw std::runtime_error(std::string("cannot create Kafka consumer: ") + err);
-    }
-    rd_kafka_poll_set_consumer(rk_);
-  }
+  explicit Consumer(const std::string& bootstrap)
+      : rk_(new_assign_consumer(bootstrap, {{"topic.metadata.refresh.interval.ms", "500"}})) {}
   ~Consumer() {
     rd_kafka_assign(rk_, nullptr);
     rd_kafka_consumer_close(rk_);

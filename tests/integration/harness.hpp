@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
+#include <librdkafka/rdkafka.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -159,6 +160,12 @@ class KafkaReader {
 
 /// Sorts records by (topic, partition, offset): Kafka's order within a partition.
 void sort_by_partition_order(std::vector<KafkaRecord>& records);
+/// A librdkafka consumer handle for assign()-only reading (no subscription, no commits, never
+/// auto-creates a topic), with `extra` settings added. Throws std::runtime_error naming a rejected
+/// setting. The caller owns it (rd_kafka_consumer_close + rd_kafka_destroy).
+rd_kafka_t* new_assign_consumer(const std::string& bootstrap,
+                                const std::vector<std::pair<const char*, std::string>>& extra);
+
 /// describe() of every record, one a line, for failure messages.
 std::string describe(const std::vector<KafkaRecord>& records);
 

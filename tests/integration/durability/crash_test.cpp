@@ -683,33 +683,8 @@ struct HugeCount {
 
 class CountingConsumer {
  public:
-  explicit CountingConsumer(const std::string& bootstrap) {
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
-    char err[512];
-    const std::pair<const char*, std::string> settings[] = {
-        {"bootstrap.servers", bootstrap},
-        {"group.id", unique_name("count")},
-        {"enable.auto.commit", "false"},
-        {"enable.auto.offset.store", "false"},
-        {"enable.partition.eof", "true"},
-        {"auto.offset.reset", "earliest"},
-        {"allow.auto.create.topics", "false"},
-        {"fetch.max.bytes", "67108864"},
-        {"log_level", "3"},
-    };
-    for (const auto& [k, v] : settings) {
-      if (rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
-        rd_kafka_conf_destroy(conf);
-        throw std::runtime_error(std::string("librdkafka config ") + k + ": " + err);
-      }
-    }
-    rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
-    if (rk_ == nullptr) {
-      rd_kafka_conf_destroy(conf);
-      throw std::runtime_error(std::string("cannot create Kafka consumer: ") + err);
-    }
-    rd_kafka_poll_set_consumer(rk_);
-  }
+  explicit CountingConsumer(const std::string& bootstrap)
+      : rk_(new_assign_consumer(bootstrap, {{"fetch.max.bytes", "67108864"}})) {}
   ~CountingConsumer() {
     rd_kafka_assign(rk_, nullptr);
     rd_kafka_consumer_close(rk_);
