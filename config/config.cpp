@@ -329,6 +329,7 @@ class Loader {
         {"messages", [this](const YAML::Node& v, const std::string& p) { read_messages(v, p); }},
         {"errors", [this](const YAML::Node& v, const std::string& p) { read_errors(v, p); }},
         {"heartbeat", [this](const YAML::Node& v, const std::string& p) { read_heartbeat(v, p); }},
+        {"snapshot", [this](const YAML::Node& v, const std::string& p) { read_snapshot(v, p); }},
         {"log", [this](const YAML::Node& v, const std::string& p) { read_log(v, p); }},
     };
     std::set<std::string> seen;
@@ -470,6 +471,31 @@ class Loader {
         {"query",
          [&](const YAML::Node& v, const std::string& p) {
            if (auto s = nonempty_string(v, p)) hb.query = std::move(*s);
+         }},
+    };
+    walk(node, path, fields);
+  }
+
+  void read_snapshot(const YAML::Node& node, const std::string& path) {
+    SnapshotConfig& sc = config_.snapshot;
+    const Field fields[] = {
+        {"mode",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto s = one_of(v, p, {"initial", "never", "initial_only"})) sc.mode = *s;
+         }},
+        {"chunk_size",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto n = positive_int(v, p)) sc.chunk_size = *n;
+         }},
+        {"parallelism",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto n = positive_int(v, p)) {
+             if (*n > 16) {
+               error(p, "at most 16 (one database connection per table read at once)");
+             } else {
+               sc.parallelism = *n;
+             }
+           }
          }},
     };
     walk(node, path, fields);

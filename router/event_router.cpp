@@ -505,6 +505,10 @@ EventRouter::Slot& EventRouter::next_slot() {
   s.timestamp_ms = 0;
   s.header_values.clear();
   s.header_names.clear();
+  if (snapshot_ != nullptr) {
+    s.id = snapshot_->id;
+    return s;
+  }
   // Row-change ids: the transaction's commit LSN and the record's index in the transaction.
   char buf[17];
   s.id.append(buf, commit_lsn_.format_to(buf));
@@ -604,6 +608,17 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route(const de
     used_slots_ = 0;
     return std::unexpected(std::move(result.error()));
   }
+  return collect_records();
+}
+
+std::vector<std::string> EventRouter::key_columns_of(std::string_view schema,
+                                                     std::string_view table) {
+  const Rule& rule = rule_for(schema, table);
+  if (rule.role != TableRole::kRowChange) return {};
+  return rule.key_columns;
+}
+
+std::span<const Record> EventRouter::collect_records() {
   records_.clear();
   for (std::size_t i = 0; i < used_slots_; ++i) {
     Slot& s = *slots_[i];
@@ -618,6 +633,29 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route(const de
                               std::span<const Header>(s.headers), s.timestamp_ms});
   }
   return std::span<const Record>(records_);
+}
+
+std::expected<std::span<const Record>, MappingError> EventRouter::route_snapshot(
+    const decoder::Change& row, const SnapshotRead& read) {
+  used_slots_ = 0;
+  Rule& rule = rule_for(row.schema, row.table);
+  if (rule.role != TableRole::kRowChange) return collect_records();
+  // The snapshot's row is described by its own position and time; the streaming transaction
+  // that may be open around it keeps its own.
+  const Lsn saved_commit_lsn = commit_lsn_;
+  const std::int64_t saved_ts = commit_ts_ms_;
+  commit_lsn_ = row.lsn;
+  commit_ts_ms_ = read.ts_ms;
+  snapshot_ = &read;
+  auto result = route_row(row, rule);
+  snapshot_ = nullptr;
+  commit_lsn_ = saved_commit_lsn;
+  commit_ts_ms_ = saved_ts;
+  if (!result) {
+    used_slots_ = 0;
+    return std::unexpected(std::move(result.error()));
+  }
+  return collect_records();
 }
 
 // ---- row changes ---------------------------------------------------------------------------
@@ -763,17 +801,26 @@ void EventRouter::append_source(std::string& out, const decoder::Change& c, cons
   json::append_string(out, settings_.topic_prefix);
   out += ",\"ts_ms\":";
   append_int(out, commit_ts_ms_);
-  out += ",\"snapshot\":\"false\",\"db\":";
+  out += ",\"snapshot\":\"";
+  out += snapshot_ != nullptr ? snapshot_->marker : std::string_view("false");
+  out += "\",\"db\":";
   json::append_string(out, settings_.database);
-  // sequence: ["<commit LSN>","<change LSN>"] as a JSON string, ordered like Debezium's
-  // [last commit, change]. The first element is this transaction's own commit LSN rather than the
-  // previous one: the same in every replay of the same WAL, so a replayed record is identical.
-  out += ",\"sequence\":\"[\\\"";
-  append_uint(out, commit_lsn_.value());
-  out += "\\\"";
-  out += ",\\\"";
-  append_uint(out, c.lsn.value());
-  out += "\\\"]\",\"schema\":";
+  if (snapshot_ != nullptr) {
+    // Debezium's snapshot records have no last commit: sequence [null,"<snapshot LSN>"].
+    out += ",\"sequence\":\"[null,\\\"";
+    append_uint(out, c.lsn.value());
+    out += "\\\"]\",\"schema\":";
+  } else {
+    // sequence: ["<commit LSN>","<change LSN>"] as a JSON string, ordered like Debezium's
+    // [last commit, change]. The first element is this transaction's own commit LSN rather than the
+    // previous one: the same in every replay of the same WAL, so a replayed record is identical.
+    out += ",\"sequence\":\"[\\\"";
+    append_uint(out, commit_lsn_.value());
+    out += "\\\"";
+    out += ",\\\"";
+    append_uint(out, c.lsn.value());
+    out += "\\\"]\",\"schema\":";
+  }
   json::append_string(out, rule.source_schema);
   out += ",\"table\":";
   json::append_string(out, rule.source_table);
@@ -790,8 +837,9 @@ void EventRouter::finish_row_record(Slot& s, const Rule& rule, bool has_key, cha
   s.value += ",\"op\":\"";
   s.value.push_back(op);
   s.value += "\",\"ts_ms\":";
-  append_int(s.value, now_ms());
-  if (settings_.events.transaction_metadata) {
+  // Processing time, never before the source's time (the clock is coarse).
+  append_int(s.value, std::max(now_ms(), commit_ts_ms_));
+  if (settings_.events.transaction_metadata && snapshot_ == nullptr) {
     ++event_count_;
     std::uint32_t* per_table = nullptr;
     for (auto& [name, count] : collection_counts_) {
@@ -850,7 +898,7 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
 
   auto emit = [&](char op, const std::vector<decoder::Column>* key_image,
                   const std::vector<decoder::Column>* before, bool after) -> bool {
-    begin_metadata_if_needed();
+    if (snapshot_ == nullptr) begin_metadata_if_needed();
     Slot& s = next_slot();
     bool has_key = false;
     if (key_image != nullptr) has_key = append_key(s.key, *key_image, rule, c.pk, err);
@@ -876,6 +924,10 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
 
   switch (c.action) {
     case Action::kInsert:
+      if (snapshot_ != nullptr) {
+        if (!emit('r', &c.columns, nullptr, true)) return fail(err);
+        return {};
+      }
       if (!ops.create) return {};
       if (!emit('c', &c.columns, nullptr, true)) return fail(err);
       return {};

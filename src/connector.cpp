@@ -72,8 +72,8 @@ extern "C" void on_second_signal(int /*signo*/) {
 }
 
 constexpr std::uint64_t kSeqMask = (1ull << 48) - 1;
-constexpr std::uint64_t kEpochMask = 0x7FFF;
-constexpr std::uint64_t kDeadLetterBit = 1ull << 63;
+constexpr std::uint64_t kEpochMask = 0x1FFF;  // 13 bits: the publisher keeps bits 62-63
+constexpr std::uint64_t kDeadLetterBit = 1ull << 61;
 
 }  // namespace
 
@@ -144,8 +144,16 @@ ExitCode Connector::run() {
 void Connector::create_producer() {
   producer_ = std::make_unique<sink::KafkaProducer>(
       io_.get_executor(), cfg_.kafka, "walrelay-" + cfg_.name,
-      [this](const sink::DeliveryReport& r) { on_delivery(r); },
+      [this](const sink::DeliveryReport& r) { publisher_.on_delivery(r); },
       [this](const std::string& reason) { on_producer_fatal(reason); });
+  publisher_.attach(producer_.get());
+  publisher_.listen(sink::RecordSource::kStream,
+                    [this](const sink::DeliveryReport& r) { on_delivery(r); });
+  publisher_.listen(sink::RecordSource::kSnapshot, [this](const sink::DeliveryReport& r) {
+    if (!snapshotter_) return;  // a report of an abandoned snapshot run: its chunk is read again
+    snapshotter_->on_delivery(r);
+    if (snapshotter_) snapshotter_->maybe_continue();
+  });
   producer_->start();
   stale_in_flight_ = 0;  // a new producer: nothing of the old one will report
 }
@@ -171,6 +179,20 @@ void Connector::start_session() {
   if (outcome != Outcome::kStreaming) {
     stream_->close();
     after_session(outcome, reason_);
+    return;
+  }
+  if (snapshot_progress_ && !snapshot_progress_->complete()) {
+    run_snapshot();  // streams (or stops, initial_only) when it completes
+    return;
+  }
+  start_streaming();
+}
+
+void Connector::start_streaming() {
+  if (stopping_) return;
+  if (cfg_.snapshot.mode == "initial_only") {
+    spdlog::info("snapshot.mode initial_only: the snapshot is complete; stopping");
+    finish(ExitCode::kOk);
     return;
   }
   replication::ReplicationStream::Handlers handlers{
@@ -328,6 +350,8 @@ Connector::Outcome Connector::prepare() {
     }
   }
 
+  if (cfg_.snapshot.mode == "initial_only") return prepare_initial_only();
+
   auto found = stream_->find_slot(slot);
   if (!found) {
     reason_ = "cannot look up slot " + slot + ": " + found.error();
@@ -348,12 +372,19 @@ Connector::Outcome Connector::prepare() {
       reason_ = "replication slot '" + slot + "' does not exist and source.create_slot is false";
       return fatal(ExitCode::kRuntimeError);
     }
-    // SNAPSHOT 'nothing' while walrelay only streams; an initial load will create the slot with
-    // 'export' and read the snapshot before START_REPLICATION.
-    auto created = stream_->create_slot(slot, "wal2json", "nothing");
+    // With an initial snapshot the slot exports its snapshot: the tables are read at exactly
+    // the slot's consistent point before START_REPLICATION (which ends the export).
+    const bool snapshot = cfg_.snapshot.mode == "initial";
+    if (snapshot && !begin_snapshot_progress(slot)) return fatal(ExitCode::kRuntimeError);
+    auto created = stream_->create_slot(slot, "wal2json", snapshot ? "export" : "nothing");
     if (!created) {
       reason_ = "cannot create replication slot '" + slot + "': " + created.error();
       return Outcome::kRetry;
+    }
+    if (snapshot) {
+      exported_snapshot_ = created->second;
+      snapshot_progress_->lsn = created->first;
+      if (!save_snapshot_progress()) return fatal(ExitCode::kRuntimeError);
     }
     if (record_ && allow_reset) {
       spdlog::error(
@@ -396,6 +427,8 @@ Connector::Outcome Connector::prepare() {
       return Outcome::kStandby;
     }
     start_lsn_ = s.confirmed_flush_lsn;
+    if (!resume_snapshot_progress(slot, s.confirmed_flush_lsn))
+      return fatal(ExitCode::kRuntimeError);
   }
   tracker_ = sink::AckTracker{};
   tracker_.set_confirmed(start_lsn_);
@@ -427,6 +460,7 @@ Connector::Outcome Connector::check_tables() {
   // about tables whose UPDATE/DELETE wal2json would drop silently (shared/cases/README.md item 4).
   std::vector<decoder::TableFilter> filters;
   bool filter_on_server = true;
+  snapshot_tables_.clear();
   std::vector<std::string> routes;            // "schema.table → topic" for the summary
   std::map<std::string, std::string> topics;  // topic → the table publishing to it
   std::set<std::string> seen_tables;
@@ -480,6 +514,7 @@ Connector::Outcome Connector::check_tables() {
       const std::string topic = router_->topic_of(schema, table);
       const std::string qualified = schema + "." + table;
       routes.push_back(qualified + " → " + topic);
+      snapshot_tables_.emplace_back(schema, table);
       if (topic.size() > 249) {
         reason_ = "table " + qualified + " maps to topic '" + topic +
                   "', longer than Kafka's 249 characters; set a shorter `topic` for it";
@@ -603,6 +638,11 @@ void Connector::on_producer_fatal(const std::string& reason) {
   asio::post(io_, [this, reason] {
     if (stopping_ || producer_broken_) return;
     producer_broken_ = true;
+    if (snapshotter_) {
+      // The snapshot resumes from its last acknowledged chunk in the next session.
+      snapshotter_.reset();
+      if (stream_) stream_->close();
+    }
     const std::string why = "Kafka producer fatal error: " + reason +
                             "; restarting with a new producer from the slot's confirmed position";
     if (streaming_) {
@@ -712,11 +752,11 @@ bool Connector::publish_dead_letter(std::uint64_t seq, std::string_view kind,
                                  {"walrelay.lsn", dlq_header_values_[3]}};
   if (!event_id.empty()) headers.push_back({"id", dlq_header_values_[4]});
   Record rec{cfg_.errors.dead_letter_topic, key, body, headers, 0};
-  rd_kafka_resp_err_t err = producer_->produce(rec, opaque(seq, true));
+  rd_kafka_resp_err_t err = publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, true));
   if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE && rec.value) {
     // The original itself is too large: a record with the headers and no body.
     rec.value = std::nullopt;
-    err = producer_->produce(rec, opaque(seq, true));
+    err = publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, true));
   }
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     spdlog::error(
@@ -736,7 +776,8 @@ bool Connector::publish_pending() {
   while (pending_next_ < pending_.size()) {
     const Record& rec = pending_[pending_next_];
     const auto seq = *tracker_.open_txn();
-    const rd_kafka_resp_err_t err = producer_->produce(rec, opaque(seq, false));
+    const rd_kafka_resp_err_t err =
+        publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, false));
     if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
       // librdkafka's queue limits (possibly lowered in kafka.properties) are full: wait for
       // delivery reports to free room, then publish the rest of this change (the records stay
@@ -929,6 +970,7 @@ void Connector::finish(ExitCode code) {
   std::signal(SIGINT, on_second_signal);
   std::signal(SIGTERM, on_second_signal);
   if (heartbeat_) heartbeat_->stop();
+  if (snapshotter_) snapshotter_->stop_reading();  // what is acknowledged still counts
   // Defer the blocking part: finish may be called from inside a delivery report.
   asio::post(io_, [this] {
     if (producer_) {

@@ -14,12 +14,15 @@
 #include "exit_code.hpp"
 #include "heartbeat.hpp"
 #include "replication/replication_stream.hpp"
+#include "snapshot/snapshot_progress.hpp"
+#include "snapshot/snapshotter.hpp"
 #include "state_store.hpp"
 #include "walrelay/config/config.hpp"
 #include "walrelay/decoder/wal2json_decoder.hpp"
 #include "walrelay/router/event_router.hpp"
 #include "walrelay/sink/ack_tracker.hpp"
 #include "walrelay/sink/kafka_producer.hpp"
+#include "walrelay/sink/publisher.hpp"
 
 namespace walrelay {
 
@@ -50,6 +53,8 @@ class Connector {
   };
 
   void start_session();
+  /// START_REPLICATION and the session's timers (after the snapshot, if one ran).
+  void start_streaming();
   Outcome prepare();
   Outcome check_tables();
   Outcome fatal(ExitCode code);
@@ -81,6 +86,17 @@ class Connector {
                            std::string_view event_id);
   void finish(ExitCode code);
 
+  // The snapshot phase (connector_snapshot.cpp): which tables to read, from which snapshot, and
+  // handing over to the stream when it completes.
+  /// A new progress record listing the captured tables, saved before the slot is created.
+  bool begin_snapshot_progress(const std::string& slot);
+  bool save_snapshot_progress();
+  /// An existing slot: an unfinished snapshot of it is resumed (at current state).
+  bool resume_snapshot_progress(const std::string& slot, Lsn confirmed_flush_lsn);
+  /// snapshot.mode initial_only: read from a temporary slot's snapshot, keep no slot.
+  Outcome prepare_initial_only();
+  void run_snapshot();
+
   // Per-message opaque: transaction seq (bits 0-47), session epoch (48-62), dead-letter (63).
   [[nodiscard]] std::uint64_t opaque(std::uint64_t seq, bool dead_letter) const;
 
@@ -92,6 +108,7 @@ class Connector {
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<router::EventRouter> router_;
   std::unique_ptr<sink::KafkaProducer> producer_;
+  sink::Publisher publisher_;  // the publish path shared by the stream and the snapshot
   std::unique_ptr<Heartbeat> heartbeat_;
   sink::AckTracker tracker_;
   StateStore state_;
@@ -120,6 +137,13 @@ class Connector {
   ExitCode fatal_code_ = ExitCode::kRuntimeError;
   std::string reason_;  // why the last session attempt did not stream
   std::vector<std::pair<std::string, std::string>> plugin_options_;
+
+  // Snapshot phase.
+  std::vector<std::pair<std::string, std::string>> snapshot_tables_;  // captured row tables
+  std::unique_ptr<snapshot::SnapshotProgressStore> snapshot_store_;
+  std::optional<snapshot::SnapshotProgress> snapshot_progress_;
+  std::string exported_snapshot_;  // empty: resume at current state
+  std::unique_ptr<snapshot::Snapshotter> snapshotter_;
 
   // Records of the current change (or COMMIT) not yet handed to Kafka, and what completes it.
   enum class AfterPublish : std::uint8_t { kChange, kStandalone, kCommit };

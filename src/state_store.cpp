@@ -66,9 +66,6 @@ std::expected<std::optional<SlotRecord>, std::string> StateStore::load() const {
 }
 
 std::expected<void, std::string> StateStore::save(const SlotRecord& r) const {
-  std::error_code ec;
-  fs::create_directories(dir_, ec);
-  if (ec) return std::unexpected("cannot create " + dir_ + ": " + ec.message());
   std::ostringstream body;
   body << "# walrelay slot record: do not edit while walrelay runs\n"
        << "system_id=" << r.system_id << "\n"
@@ -78,7 +75,15 @@ std::expected<void, std::string> StateStore::save(const SlotRecord& r) const {
        << "confirmed_lsn=" << r.confirmed.to_string() << "\n"
        << "reset_used=" << (r.reset_used ? "true" : "false") << "\n";
   const std::string text = body.str();
-  const std::string tmp = path_ + ".tmp";
+  return write_file_durably(dir_, path_, body.str());
+}
+
+std::expected<void, std::string> write_file_durably(const std::string& dir, const std::string& path,
+                                                    const std::string& text) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return std::unexpected("cannot create " + dir + ": " + ec.message());
+  const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return std::unexpected("cannot write " + tmp + ": " + std::strerror(errno));
   const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
@@ -86,10 +91,10 @@ std::expected<void, std::string> StateStore::save(const SlotRecord& r) const {
   const int saved_errno = errno;
   ::close(fd);
   if (!ok) return std::unexpected("cannot write " + tmp + ": " + std::strerror(saved_errno));
-  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
     return std::unexpected("cannot rename " + tmp + ": " + std::strerror(errno));
   }
-  if (const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }

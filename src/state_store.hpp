@@ -48,6 +48,12 @@ class StateStore {
   std::string path_;
 };
 
+/// Replaces `path` (inside `dir`, created if missing) with `text` atomically: a temporary file,
+/// fsync, rename, fsync of the directory; a crash leaves the old or the new content. Errors carry
+/// the OS reason.
+std::expected<void, std::string> write_file_durably(const std::string& dir, const std::string& path,
+                                                    const std::string& text);
+
 /// Parses the body of a TIMELINE_HISTORY file (PostgreSQL docs §55.4: lines
 /// `<tli>\t<switchpoint LSN>\t<reason>`) and returns the LSN where `timeline` ended, or nullopt
 /// when the history does not name it (it is the current timeline or unknown).

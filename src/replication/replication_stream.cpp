@@ -83,11 +83,11 @@ std::string ReplicationStream::last_error() const {
   return conn_ != nullptr ? trim(PQerrorMessage(conn_)) : std::string("not connected");
 }
 
-std::expected<SystemInfo, std::string> ReplicationStream::connect() {
+std::expected<std::string, std::string> pinned_startup_options(const std::string& conninfo) {
   // Keep the user's own startup options, then append the pinned ones.
   std::string options;
   char* parse_err = nullptr;
-  if (PQconninfoOption* parsed = PQconninfoParse(conninfo_.c_str(), &parse_err)) {
+  if (PQconninfoOption* parsed = PQconninfoParse(conninfo.c_str(), &parse_err)) {
     for (PQconninfoOption* o = parsed; o->keyword != nullptr; ++o) {
       if (std::string_view(o->keyword) == "options" && o->val != nullptr) options = o->val;
     }
@@ -103,6 +103,13 @@ std::expected<SystemInfo, std::string> ReplicationStream::connect() {
   }
   if (!options.empty()) options.push_back(' ');
   options += kPinnedOptions;
+  return options;
+}
+
+std::expected<SystemInfo, std::string> ReplicationStream::connect() {
+  auto pinned = pinned_startup_options(conninfo_);
+  if (!pinned) return std::unexpected(pinned.error());
+  const std::string& options = *pinned;
 
   const char* keywords[] = {"dbname", "replication", "options", "application_name", nullptr};
   const char* values[] = {conninfo_.c_str(), "database", options.c_str(), application_name_.c_str(),
@@ -185,9 +192,11 @@ std::expected<std::optional<SlotInfo>, std::string> ReplicationStream::find_slot
 }
 
 std::expected<std::pair<Lsn, std::string>, std::string> ReplicationStream::create_slot(
-    const std::string& slot, const std::string& plugin, const std::string& snapshot) {
-  auto rows = query("CREATE_REPLICATION_SLOT " + quote_ident(slot) + " LOGICAL " +
-                    quote_ident(plugin) + " (SNAPSHOT " + quote_literal(snapshot) + ")");
+    const std::string& slot, const std::string& plugin, const std::string& snapshot,
+    bool temporary) {
+  auto rows =
+      query("CREATE_REPLICATION_SLOT " + quote_ident(slot) + (temporary ? " TEMPORARY" : "") +
+            " LOGICAL " + quote_ident(plugin) + " (SNAPSHOT " + quote_literal(snapshot) + ")");
   if (!rows) return std::unexpected(rows.error());
   if (rows->empty() || (*rows)[0].size() < 3) {
     return std::unexpected("CREATE_REPLICATION_SLOT returned an unexpected result");

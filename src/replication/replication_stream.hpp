@@ -85,9 +85,11 @@ class ReplicationStream {
   /// §55.4). `snapshot` is "nothing" for streaming only, or "export" for a later initial load: the
   /// returned snapshot name is then valid until the next command on this connection.
   /// Returns the consistent point and the exported snapshot name (empty unless exported).
+  /// `temporary`: the slot is dropped when this connection ends (a one-off snapshot).
   std::expected<std::pair<Lsn, std::string>, std::string> create_slot(const std::string& slot,
                                                                       const std::string& plugin,
-                                                                      const std::string& snapshot);
+                                                                      const std::string& snapshot,
+                                                                      bool temporary = false);
 
   /// Sends START_REPLICATION SLOT <slot> LOGICAL <start> (<options>) and starts reading on the
   /// executor. A `start` of 0/0 makes the server resume from the slot's confirmed_flush_lsn.
@@ -134,6 +136,12 @@ class ReplicationStream {
   // is destroyed (a session's stream is replaced on reconnect).
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
+
+/// The startup `options` for a connection whose value texts must equal wal2json's: the user's own
+/// `options` from `conninfo`, then the settings the replication session pins (DateStyle ISO,
+/// TimeZone UTC, IntervalStyle iso_8601, extra_float_digits 3, bytea_output hex, lc_monetary C),
+/// which win. Error: `conninfo` cannot be parsed (the message never quotes its text).
+std::expected<std::string, std::string> pinned_startup_options(const std::string& conninfo);
 
 /// Quotes an identifier for a replication command or SQL ("" doubled).
 std::string quote_ident(const std::string& name);

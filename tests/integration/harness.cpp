@@ -599,6 +599,9 @@ std::string WalrelayConfig::to_yaml() const {
       for (const auto& line : t.outbox_lines) y += "      " + line + "\n";
     }
   }
+  y += "snapshot:\n";
+  y += "  mode: " + snapshot_mode + "\n";
+  y += snapshot_lines;
   y += "log:\n";
   y += "  level: " + log_level + "\n";
   y += "  progress_interval: " + progress_interval + "\n";

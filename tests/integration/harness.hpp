@@ -208,6 +208,11 @@ struct WalrelayConfig {
   std::string state_dir;
   std::string log_level = "info";
   std::string progress_interval = "1s";
+  /// snapshot.mode. The streaming tests were written for a slot without a snapshot: "never";
+  /// the snapshot tests choose theirs.
+  std::string snapshot_mode = "never";
+  /// More lines under `snapshot:` (e.g. "  chunk_size: 100\n").
+  std::string snapshot_lines;
   /// Extra lines appended to the document as they are (e.g. another top-level section).
   std::string extra_yaml;
 

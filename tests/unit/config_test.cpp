@@ -1380,3 +1380,29 @@ TEST(ConfigKafka, PropertiesThatBreakTheDeliveryGuaranteeAreRefused) {
   EXPECT_TRUE(keys.contains("kafka.properties.enable.idempotence"));
   EXPECT_FALSE(keys.contains("kafka.properties.compression.type"));
 }
+
+// ---- snapshot keys
+// --------------------------------------------------------------------------------
+
+TEST(ConfigSnapshot, DefaultsAreAnInitialSnapshotInChunksOf8192) {
+  auto r = load_with("");
+  ASSERT_TRUE(r.config);
+  EXPECT_EQ(r.config->snapshot.mode, "initial");
+  EXPECT_EQ(r.config->snapshot.chunk_size, 8192u);
+  EXPECT_EQ(r.config->snapshot.parallelism, 1u);
+}
+
+TEST(ConfigSnapshot, EveryKeyIsReadAndMistakesNameTheKey) {
+  auto r = load_with("snapshot:\n  mode: initial_only\n  chunk_size: 500\n  parallelism: 4\n");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].key + ": " + r.errors[0].reason);
+  EXPECT_EQ(r.config->snapshot.mode, "initial_only");
+  EXPECT_EQ(r.config->snapshot.chunk_size, 500u);
+  EXPECT_EQ(r.config->snapshot.parallelism, 4u);
+  auto bad =
+      load_with("snapshot:\n  mode: always\n  chunk_size: 0\n  parallelism: 17\n  fetch_size: 3\n");
+  EXPECT_FALSE(bad.config);
+  EXPECT_TRUE(has_error(bad, "snapshot.mode"));
+  EXPECT_TRUE(has_error(bad, "snapshot.chunk_size"));
+  EXPECT_TRUE(has_error(bad, "snapshot.parallelism"));
+  EXPECT_TRUE(has_error(bad, "snapshot.fetch_size"));
+}

@@ -507,3 +507,51 @@ TEST(Router, TwoTablesMappedToOneTopicIsAnErrorNotAMix) {
           .find("billing.public.a_b"),
       std::string::npos);
 }
+
+TEST(Router, SnapshotRowIsAReadEventBuiltLikeAStreamedRow) {
+  Harness h;
+  h.cfg.events.transaction_metadata = true;
+  h.build();
+  auto streamed = h.route(kInsert);
+  auto c = h.decoder.decode(kInsert);
+  ASSERT_TRUE(c);
+  walrelay::decoder::Change row = **c;
+  row.lsn = *Lsn::parse("0/1000");
+  row.xid = 77;
+  const walrelay::router::SnapshotRead read{"first", "0/1000:r:public.invoices:0:0", 1700000000000};
+  auto recs = h.router->route_snapshot(row, read);
+  ASSERT_TRUE(recs) << recs.error().reason;
+  auto out = Harness::copy(*recs);
+  ASSERT_EQ(out.size(), 1u);  // no transaction-metadata records around it
+  EXPECT_EQ(out[0].topic, streamed[1].topic);
+  EXPECT_EQ(out[0].key, streamed[1].key);
+  EXPECT_EQ(out[0].headers["id"], "0/1000:r:public.invoices:0:0");
+  EXPECT_EQ(out[0].timestamp_ms, 1700000000000);
+  const std::string& v = *out[0].value;
+  EXPECT_EQ(
+      v.rfind(
+          R"({"before":null,"after":{"b":2,"amount":"12345678901234567890.123456789","a":"x"},"source":{)",
+          0),
+      0u)
+      << v;
+  EXPECT_TRUE(has(
+      v,
+      R"("ts_ms":1700000000000,"snapshot":"first","db":"app","sequence":"[null,\"4096\"]","schema":"public","table":"invoices","txId":77,"lsn":4096,"xmin":null},"op":"r","ts_ms":)"))
+      << v;
+  EXPECT_FALSE(has(v, "\"transaction\"")) << v;
+  // The streaming transaction around it is untouched: its next record keeps counting.
+  EXPECT_EQ(h.route(kInsert)[0].headers["id"], "0/26B3D938:2");
+}
+
+TEST(Router, SnapshotOfAnOutboxTableGivesNothing) {
+  Harness h;
+  h.build();
+  walrelay::decoder::Change row;
+  row.action = walrelay::decoder::Action::kInsert;
+  row.schema = "public";
+  row.table = "event_outbox";
+  const walrelay::router::SnapshotRead read{"true", "x", 1};
+  auto recs = h.router->route_snapshot(row, read);
+  ASSERT_TRUE(recs);
+  EXPECT_TRUE(recs->empty());
+}

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "snapshot/snapshot_progress.hpp"
+
 using walrelay::Lsn;
 using walrelay::SlotRecord;
 using walrelay::StateStore;
@@ -66,4 +68,61 @@ TEST(TimelineHistory, FindsWhereATimelineEnded) {
   EXPECT_EQ(walrelay::timeline_switchpoint(history, 2)->to_string(), "0/5000060");
   EXPECT_FALSE(walrelay::timeline_switchpoint(history, 3));
   EXPECT_FALSE(walrelay::timeline_switchpoint("", 1));
+}
+
+TEST(SnapshotProgressStore, MissingIsNoneAndARoundTripKeepsKeysExactly) {
+  using walrelay::snapshot::SnapshotProgress;
+  using walrelay::snapshot::SnapshotProgressStore;
+  using walrelay::snapshot::TableProgress;
+  const auto dir = temp_dir("snapshot");
+  SnapshotProgressStore store(dir, "slot_a");
+  auto none = store.load();
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->has_value());
+
+  SnapshotProgress p;
+  p.slot = "slot_a";
+  p.lsn = *Lsn::parse("16/B374D848");
+  p.xid = 4242;
+  TableProgress done;
+  done.schema = "public";
+  done.table = "Orders \"2024\"";
+  done.done = true;
+  done.rows = 20000;
+  done.chunks = 3;
+  done.last_key = walrelay::snapshot::KeyText{"a: b\n\"c\" #d", std::nullopt, "", "null"};
+  TableProgress pending;
+  pending.schema = "s";
+  pending.table = "t";
+  p.tables = {done, pending};
+  ASSERT_TRUE(store.save(p));
+  EXPECT_FALSE(p.complete());
+
+  auto loaded = store.load();
+  ASSERT_TRUE(loaded) << loaded.error();
+  ASSERT_TRUE(loaded->has_value());
+  const SnapshotProgress& q = **loaded;
+  EXPECT_EQ(q.slot, "slot_a");
+  EXPECT_EQ(q.lsn.to_string(), "16/B374D848");
+  EXPECT_EQ(q.xid, 4242u);
+  ASSERT_EQ(q.tables.size(), 2u);
+  EXPECT_EQ(q.tables[0].table, "Orders \"2024\"");
+  EXPECT_TRUE(q.tables[0].done);
+  EXPECT_EQ(q.tables[0].rows, 20000u);
+  EXPECT_EQ(q.tables[0].chunks, 3u);
+  ASSERT_TRUE(q.tables[0].last_key);
+  EXPECT_EQ(*q.tables[0].last_key, *done.last_key);  // SQL NULL stays apart from "null" and ""
+  EXPECT_FALSE(q.tables[1].done);
+  EXPECT_FALSE(q.tables[1].last_key);
+  SnapshotProgress finished = q;
+  finished.tables[1].done = true;
+  EXPECT_TRUE(finished.complete());
+}
+
+TEST(SnapshotProgressStore, MalformedFileIsAnError) {
+  const auto dir = temp_dir("snapshot-bad");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/slot_a.snapshot") << "slot: [unclosed\n";
+  walrelay::snapshot::SnapshotProgressStore store(dir, "slot_a");
+  EXPECT_FALSE(store.load());
 }

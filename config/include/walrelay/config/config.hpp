@@ -157,6 +157,17 @@ struct HeartbeatConfig {
   std::string query;  ///< empty: the logical message
 };
 
+/// Initial snapshot of the row-change tables (`snapshot:`), read from the slot's exported
+/// snapshot before streaming starts (Debezium's `snapshot.mode`, `snapshot.fetch.size`,
+/// `snapshot.max.threads`).
+struct SnapshotConfig {
+  /// "initial": when walrelay creates the slot, read every captured table's rows first (default);
+  /// "never": stream only; "initial_only": read the rows, then stop (no slot is kept).
+  std::string mode = "initial";
+  std::size_t chunk_size = 8192;  ///< rows per chunk (keyset pagination on the table's key)
+  std::size_t parallelism = 1;    ///< tables read at once, one connection each
+};
+
 struct LogConfig {
   std::string level = "info";  ///< spdlog level: trace, debug, info, warn, error, critical, off
   std::chrono::milliseconds progress_interval{5'000};  ///< period of the progress log line
@@ -175,6 +186,7 @@ struct Config {
   std::vector<MessageOutboxConfig> messages;  ///< logical-message outboxes, by prefix
   ErrorsConfig errors;
   HeartbeatConfig heartbeat;
+  SnapshotConfig snapshot;
   LogConfig log;
 };
 

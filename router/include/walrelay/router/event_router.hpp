@@ -40,6 +40,15 @@ struct RouterSettings {
   config::EventsConfig events;
 };
 
+/// One row read by a snapshot, as the router needs to describe it in `source`.
+struct SnapshotRead {
+  /// source.snapshot as Debezium 3 writes it: "first" (first record of the snapshot),
+  /// "first_in_data_collection", "true", "last_in_data_collection", "last" (its last record).
+  std::string_view marker;
+  std::string_view id;     ///< the record's `id` header (deterministic for the same chunk and row)
+  std::int64_t ts_ms = 0;  ///< when the row was read (source.ts_ms and the record timestamp)
+};
+
 /// Maps decoded changes to Kafka records (architecture: EventRouter). Debezium behaviours it
 /// follows are cited where they are implemented; the README documents the result.
 ///
@@ -72,6 +81,15 @@ class EventRouter {
   /// column and reason.
   std::expected<std::span<const Record>, MappingError> route(const decoder::Change& change);
 
+  /// Routes one row read by a snapshot: `row` is shaped like a wal2json INSERT (columns in
+  /// attnum order with wal2json's value tokens, `pk` the key columns; `lsn` is the snapshot's
+  /// position and `xid` its transaction id, both written to `source`). A row-change table's row
+  /// becomes an `op: "r"` event with `before: null`, built by the same code as streamed rows (same
+  /// topic, key and value bytes; no transaction metadata, as Debezium). Outbox and ignored tables
+  /// give no records. The open streaming transaction, if any, is left as it was.
+  std::expected<std::span<const Record>, MappingError> route_snapshot(const decoder::Change& row,
+                                                                      const SnapshotRead& read);
+
   /// Ends the transaction (wal2json C): the transaction-metadata END record when enabled and the
   /// transaction produced events; otherwise nothing.
   std::span<const Record> commit();
@@ -83,6 +101,11 @@ class EventRouter {
   /// The topic a row-change table's events go to (template applied, names mapped to Kafka's
   /// `[A-Za-z0-9._-]`). Empty when the table is not a row-change table.
   std::string topic_of(std::string_view schema, std::string_view table);
+
+  /// The key columns a row-change table's events are keyed by when it has no primary key:
+  /// `key_columns` of its `tables` entry, else its REPLICA IDENTITY USING INDEX columns; empty
+  /// otherwise (and for tables that are not row-change tables).
+  std::vector<std::string> key_columns_of(std::string_view schema, std::string_view table);
 
   /// The event id of an outbox change (an outbox row's event-id column, or a message outbox's
   /// event-id field is not parsed here), for dead-letter records; nullopt otherwise.
@@ -126,6 +149,8 @@ class EventRouter {
   void finish_row_record(Slot& s, const Rule& rule, bool has_key, char op);
   void add_tombstone(const Slot& of);
   void note_nan_as_null(const Rule& rule, const decoder::Column& col);
+  /// Turns the used slots into `records_`.
+  std::span<const Record> collect_records();
 
   RouterSettings settings_;
   ValueMappingOptions value_opts_;
@@ -154,6 +179,7 @@ class EventRouter {
   std::string txn_id_;  // "<xid>:<commit lsn>" for transaction metadata
   std::vector<std::pair<std::string, std::uint32_t>> collection_counts_;
   std::vector<std::string> truncated_;  // tables TRUNCATEd in this transaction (partition roots)
+  const SnapshotRead* snapshot_ = nullptr;  // set while route_snapshot runs
 
   // Reused output slots (no per-event allocation once warm).
   std::vector<std::unique_ptr<Slot>> slots_;

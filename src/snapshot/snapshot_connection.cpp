@@ -1,0 +1,145 @@
+#include "snapshot/snapshot_connection.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include "replication/replication_stream.hpp"
+
+namespace walrelay::snapshot {
+
+namespace asio = boost::asio;
+
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+bool result_ok(const PGresult* r) {
+  const auto st = PQresultStatus(r);
+  return st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK;
+}
+
+}  // namespace
+
+SnapshotConnection::SnapshotConnection(asio::any_io_executor executor, std::string conninfo,
+                                       std::string application_name)
+    : executor_(std::move(executor)),
+      conninfo_(std::move(conninfo)),
+      application_name_(std::move(application_name)) {}
+
+SnapshotConnection::~SnapshotConnection() {
+  close();
+}
+
+std::expected<void, std::string> SnapshotConnection::connect() {
+  auto options = replication::pinned_startup_options(conninfo_);
+  if (!options) return std::unexpected(options.error());
+  const char* keywords[] = {"dbname", "options", "application_name", nullptr};
+  const char* values[] = {conninfo_.c_str(), options->c_str(), application_name_.c_str(), nullptr};
+  conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+  if (conn_ == nullptr) return std::unexpected("out of memory creating a snapshot connection");
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    std::string msg = trim(PQerrorMessage(conn_));
+    PQfinish(conn_);
+    conn_ = nullptr;
+    return std::unexpected("snapshot connection: " + msg);
+  }
+  if (PQsetnonblocking(conn_, 1) != 0)
+    return std::unexpected("cannot make the connection non-blocking");
+  socket_ = std::make_unique<asio::posix::stream_descriptor>(executor_, PQsocket(conn_));
+  return {};
+}
+
+std::expected<ResultPtr, std::string> SnapshotConnection::exec(const std::string& sql) {
+  if (conn_ == nullptr) return std::unexpected("not connected");
+  ResultPtr r(PQexec(conn_, sql.c_str()));
+  if (!r || !result_ok(r.get())) {
+    return std::unexpected(trim(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_)));
+  }
+  return r;
+}
+
+void SnapshotConnection::async_query(const std::string& sql,
+                                     const std::vector<std::optional<std::string>>& params,
+                                     const std::vector<unsigned int>& types, Callback done) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  pending_ = std::move(done);
+  result_.reset();
+  if (conn_ == nullptr || PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()),
+                                            types.empty() ? nullptr : types.data(), values.data(),
+                                            nullptr, nullptr, 0) == 0) {
+    fail(conn_ != nullptr ? trim(PQerrorMessage(conn_)) : "not connected");
+    return;
+  }
+  // Non-blocking mode: the query may not be written out at once.
+  while (PQflush(conn_) == 1) {
+  }
+  wait_readable();
+}
+
+void SnapshotConnection::wait_readable() {
+  socket_->async_wait(
+      asio::posix::stream_descriptor::wait_read,
+      [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
+        if (alive.expired() || ec || conn_ == nullptr || !pending_) return;
+        if (PQconsumeInput(conn_) == 0) {
+          fail(trim(PQerrorMessage(conn_)));
+          return;
+        }
+        collect();
+      });
+}
+
+void SnapshotConnection::collect() {
+  while (PQisBusy(conn_) == 0) {
+    PGresult* r = PQgetResult(conn_);
+    if (r == nullptr) {
+      // The query is complete.
+      Callback done = std::move(pending_);
+      pending_ = nullptr;
+      if (!result_) {
+        done(std::unexpected(std::string("the server returned no result")));
+      } else if (!result_ok(result_.get())) {
+        done(std::unexpected(trim(PQresultErrorMessage(result_.get()))));
+      } else {
+        done(std::move(result_));
+      }
+      return;
+    }
+    // Keep the first error, else the last result.
+    if (!result_ || result_ok(result_.get())) {
+      result_.reset(r);
+    } else {
+      PQclear(r);
+    }
+  }
+  wait_readable();
+}
+
+void SnapshotConnection::fail(std::string reason) {
+  Callback done = std::move(pending_);
+  pending_ = nullptr;
+  asio::post(executor_, [done = std::move(done), reason = std::move(reason),
+                         alive = std::weak_ptr<int>(alive_)]() mutable {
+    if (!alive.expired() && done) done(std::unexpected(std::move(reason)));
+  });
+}
+
+void SnapshotConnection::close() {
+  pending_ = nullptr;
+  if (socket_) {
+    boost::system::error_code ec;
+    socket_->cancel(ec);
+    socket_->release();  // libpq owns the fd
+    socket_.reset();
+  }
+  if (conn_ != nullptr) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+  }
+}
+
+}  // namespace walrelay::snapshot

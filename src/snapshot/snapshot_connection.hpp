@@ -1,0 +1,70 @@
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <expected>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace walrelay::snapshot {
+
+/// A query result owned by the caller (PQclear on destruction).
+struct ResultDeleter {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
+
+/// One ordinary (non-replication) libpq connection that reads snapshot chunks without blocking the
+/// event loop: queries are sent with PQsendQueryParams and their results collected when the socket
+/// is readable (libpq docs §34.4 "Asynchronous Command Processing"). The session pins the settings
+/// the replication connection pins (`replication::pinned_startup_options`), so value texts equal
+/// wal2json's. Owned by the snapshotter; every call on the executor's thread.
+class SnapshotConnection {
+ public:
+  /// The query's single result (rows or a command status), or the server's error message.
+  using Callback = std::function<void(std::expected<ResultPtr, std::string>)>;
+
+  SnapshotConnection(boost::asio::any_io_executor executor, std::string conninfo,
+                     std::string application_name);
+  ~SnapshotConnection();
+  SnapshotConnection(const SnapshotConnection&) = delete;
+  SnapshotConnection& operator=(const SnapshotConnection&) = delete;
+
+  /// Connects (blocking: a few ms, once per connection). Errors carry libpq's message.
+  std::expected<void, std::string> connect();
+
+  /// Runs `sql` synchronously (short statements only: BEGIN, SET TRANSACTION SNAPSHOT, COMMIT).
+  std::expected<ResultPtr, std::string> exec(const std::string& sql);
+
+  /// Sends `sql` with text parameters (`params[i]` nullopt = SQL NULL; `types[i]` the parameter's
+  /// type OID, 0 to let the server infer it) and calls `done` on the executor with the result.
+  /// One query at a time per connection.
+  void async_query(const std::string& sql, const std::vector<std::optional<std::string>>& params,
+                   const std::vector<unsigned int>& types, Callback done);
+
+  /// Closes the connection (PQfinish); a pending callback is never called. Idempotent.
+  void close();
+
+  [[nodiscard]] bool busy() const { return static_cast<bool>(pending_); }
+
+ private:
+  void wait_readable();
+  void collect();
+  void fail(std::string reason);
+
+  boost::asio::any_io_executor executor_;
+  std::string conninfo_;
+  std::string application_name_;
+  PGconn* conn_ = nullptr;
+  std::unique_ptr<boost::asio::posix::stream_descriptor> socket_;
+  Callback pending_;
+  ResultPtr result_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+}  // namespace walrelay::snapshot

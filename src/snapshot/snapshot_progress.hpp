@@ -1,0 +1,62 @@
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "walrelay/core/lsn.hpp"
+
+namespace walrelay::snapshot {
+
+/// A key value as text (the type's output function; nullopt for SQL NULL).
+using KeyText = std::vector<std::optional<std::string>>;
+
+/// How far one table's snapshot got: everything up to `last_key` (inclusive, in key order) has
+/// been acknowledged by Kafka.
+struct TableProgress {
+  std::string schema;
+  std::string table;
+  bool done = false;
+  std::optional<KeyText> last_key;  ///< nullopt: no chunk acknowledged yet
+  std::uint64_t rows = 0;           ///< rows acknowledged
+  std::uint64_t chunks = 0;         ///< chunks acknowledged (the next chunk's number)
+};
+
+/// A snapshot's durable progress: the slot's consistent point it belongs to and every table's
+/// position. Written before the slot is created (lsn 0/0: creation pending), so a crash at any
+/// point is detected on the next start.
+struct SnapshotProgress {
+  std::string slot;
+  Lsn lsn;                ///< the slot's consistent point (0/0 while the slot is being created)
+  std::uint64_t xid = 0;  ///< the snapshot's transaction horizon (source.txId of its records)
+  bool resumed = false;   ///< a crash lost the exported snapshot; chunks are read at current state
+  std::vector<TableProgress> tables;
+
+  [[nodiscard]] bool complete() const {
+    for (const auto& t : tables) {
+      if (!t.done) return false;
+    }
+    return lsn.value() != 0;
+  }
+};
+
+/// Stores SnapshotProgress as `<dir>/<slot>.snapshot` (YAML), replaced atomically like the slot
+/// record. Not thread-safe.
+class SnapshotProgressStore {
+ public:
+  SnapshotProgressStore(std::string dir, const std::string& slot);
+
+  /// The progress, nullopt when there is none, or an error (unreadable or malformed file).
+  [[nodiscard]] std::expected<std::optional<SnapshotProgress>, std::string> load() const;
+  /// Writes durably; errors carry the OS reason.
+  [[nodiscard]] std::expected<void, std::string> save(const SnapshotProgress& p) const;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_;
+  std::string path_;
+};
+
+}  // namespace walrelay::snapshot

@@ -1,0 +1,577 @@
+#include "snapshot/snapshotter.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+
+#include "replication/replication_stream.hpp"
+#include "walrelay/core/json.hpp"
+
+namespace walrelay::snapshot {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// Units: table index in the high bits, chunk number in the low 40.
+constexpr int kChunkBits = 40;
+constexpr std::uint64_t kChunkMask = (1ull << kChunkBits) - 1;
+
+std::string qualified(const std::string& schema, const std::string& table) {
+  return replication::quote_ident(schema) + "." + replication::quote_ident(table);
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// SQLSTATE 42P01 undefined_table, 3F000 invalid_schema_name.
+bool is_dropped_table_error(const std::string& msg) {
+  return msg.find("does not exist") != std::string::npos;
+}
+
+}  // namespace
+
+Snapshotter::Snapshotter(asio::any_io_executor executor, Settings settings,
+                         router::EventRouter& router, router::SchemaProvider& schemas,
+                         sink::Publisher& publisher, SnapshotProgressStore& store,
+                         SnapshotProgress progress, std::string exported_snapshot, Done done)
+    : executor_(std::move(executor)),
+      settings_(std::move(settings)),
+      router_(router),
+      schemas_(schemas),
+      publisher_(publisher),
+      store_(store),
+      progress_(std::move(progress)),
+      exported_(std::move(exported_snapshot)),
+      done_(std::move(done)),
+      progress_timer_(executor_) {
+  tables_.resize(progress_.tables.size());
+  for (std::size_t i = 0; i < tables_.size(); ++i) {
+    tables_[i].progress = &progress_.tables[i];
+    if (progress_.tables[i].last_key) {
+      tables_[i].next_after = *progress_.tables[i].last_key;
+      tables_[i].have_next_after = true;
+    }
+    tables_[i].next_chunk = progress_.tables[i].chunks;
+  }
+  for (const auto& t : progress_.tables) {
+    if (t.rows > 0) any_published_ = true;
+  }
+}
+
+Snapshotter::~Snapshotter() {
+  stop();
+}
+
+void Snapshotter::stop() {
+  stopped_ = true;
+  progress_timer_.cancel();
+  for (auto& w : workers_) {
+    if (w.conn) w.conn->close();
+  }
+}
+
+void Snapshotter::fail(SnapshotFailure kind, const std::string& reason) {
+  if (stopped_) return;
+  stop();
+  // Deferred: the caller may destroy this object from the callback.
+  asio::post(executor_, [done = done_, kind, reason] { done(kind, reason); });
+}
+
+void Snapshotter::start() {
+  std::size_t pending = 0;
+  for (const auto& t : progress_.tables) pending += t.done ? 0 : 1;
+  spdlog::info(
+      "snapshot: {} of {} tables to read{} (chunks of {} rows, {} connection(s))", pending,
+      progress_.tables.size(),
+      exported_.empty() ? " at their current state, resuming after a restart"
+                        : " from the slot's exported snapshot at " + progress_.lsn.to_string(),
+      settings_.chunk_size, std::min(settings_.parallelism, std::max<std::size_t>(pending, 1)));
+  const std::size_t n = std::min(settings_.parallelism, std::max<std::size_t>(pending, 1));
+  workers_.resize(n);
+  for (auto& w : workers_) {
+    if (!open_worker(w)) return;
+  }
+  last_log_ = std::chrono::steady_clock::now();
+  schedule_progress_log();
+  for (auto& w : workers_) next_table(w);
+  check_done();
+}
+
+bool Snapshotter::open_worker(Worker& w) {
+  w.conn = std::make_unique<SnapshotConnection>(executor_, settings_.conninfo,
+                                                settings_.application_name);
+  if (auto c = w.conn->connect(); !c) {
+    fail(SnapshotFailure::kRetry, c.error());
+    return false;
+  }
+  if (!exported_.empty()) {
+    // Every connection sees the slot's consistent point (PostgreSQL docs §9.27.5).
+    for (const std::string& sql :
+         {std::string("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"),
+          "SET TRANSACTION SNAPSHOT " + replication::quote_literal(exported_)}) {
+      if (auto r = w.conn->exec(sql); !r) {
+        fail(SnapshotFailure::kRetry, "cannot import the slot's snapshot: " + r.error());
+        return false;
+      }
+    }
+    w.in_txn = true;
+    if (progress_.xid == 0) {
+      if (auto r = w.conn->exec("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint");
+          r && PQntuples(r->get()) == 1) {
+        progress_.xid = std::strtoull(PQgetvalue(r->get(), 0, 0), nullptr, 10);
+      }
+    }
+  }
+  return true;
+}
+
+void Snapshotter::next_table(Worker& w) {
+  while (!stopped_) {
+    Table* pick = nullptr;
+    for (auto& t : tables_) {
+      if (!t.assigned && !t.progress->done) {
+        pick = &t;
+        break;
+      }
+    }
+    if (pick == nullptr) {
+      w.table = nullptr;
+      // Nothing left for this connection: end its transaction (the exported snapshot's xmin
+      // stops holding back vacuum once every reader is done).
+      if (w.in_txn && w.conn) {
+        (void)w.conn->exec("COMMIT");
+        w.in_txn = false;
+      }
+      return;
+    }
+    pick->assigned = true;
+    w.table = pick;
+    if (prepare_table(w, *pick)) {
+      read_chunk(w);
+      return;
+    }
+    if (stopped_) return;
+  }
+}
+
+bool Snapshotter::prepare_table(Worker& w, Table& t) {
+  TableProgress& p = *t.progress;
+  // The cached shape: a refresh would invalidate the router's pointer to it.
+  t.shape = schemas_.table(p.schema, p.table, /*refresh=*/false);
+  if (t.shape == nullptr) {
+    spdlog::warn("snapshot: table {}.{} no longer exists; skipping it", p.schema, p.table);
+    p.done = true;
+    t.read_complete = true;
+    save_progress();
+    return false;
+  }
+  // Pagination key: the primary key (unique by definition), else the table's configured or
+  // replica-identity key columns.
+  t.key = t.shape->primary_key;
+  if (t.key.empty()) t.key = router_.key_columns_of(p.schema, p.table);
+  t.key_index.clear();
+  t.key_types.clear();
+  for (const auto& k : t.key) {
+    for (std::size_t i = 0; i < t.shape->columns.size(); ++i) {
+      if (t.shape->columns[i].name == k) {
+        t.key_index.push_back(i);
+        t.key_types.push_back(t.shape->columns[i].type_oid);
+      }
+    }
+  }
+  if (t.key_index.size() != t.key.size()) {
+    fail(SnapshotFailure::kMapping,
+         "snapshot: key columns of " + p.schema + "." + p.table + " are not all columns of it");
+    return false;
+  }
+  t.pk.clear();
+  for (const auto& k : t.shape->primary_key) t.pk.emplace_back(k);
+  t.select = "SELECT ";
+  for (std::size_t i = 0; i < t.shape->columns.size(); ++i) {
+    if (i > 0) t.select += ", ";
+    t.select += replication::quote_ident(t.shape->columns[i].name);
+  }
+  t.select += " FROM " + qualified(p.schema, p.table);
+  t.started = std::chrono::steady_clock::now();
+  if (auto r =
+          w.conn->exec("SELECT reltuples FROM pg_catalog.pg_class WHERE oid = " +
+                       replication::quote_literal(qualified(p.schema, p.table)) + "::regclass");
+      r && PQntuples(r->get()) == 1) {
+    t.estimated_rows = std::max(0.0, std::strtod(PQgetvalue(r->get(), 0, 0), nullptr));
+  }
+  if (t.key.empty()) {
+    spdlog::warn(
+        "snapshot: table {}.{} has no key: reading it whole in one pass (not resumable; set "
+        "key_columns to read it in chunks)",
+        p.schema, p.table);
+    if (p.rows > 0) {
+      spdlog::warn("snapshot: {}.{} was partly read before a restart: reading it again", p.schema,
+                   p.table);
+    }
+    if (!w.in_txn) {
+      if (auto r = w.conn->exec("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"); !r) {
+        fail(SnapshotFailure::kRetry, r.error());
+        return false;
+      }
+      w.in_txn = true;
+    }
+    if (auto r = w.conn->exec("DECLARE walrelay_snapshot NO SCROLL CURSOR FOR " + t.select); !r) {
+      if (is_dropped_table_error(r.error())) {
+        spdlog::warn("snapshot: table {}.{} no longer exists; skipping it", p.schema, p.table);
+        p.done = true;
+        t.read_complete = true;
+        save_progress();
+        return false;
+      }
+      fail(SnapshotFailure::kRetry, r.error());
+      return false;
+    }
+    w.cursor = true;
+  }
+  spdlog::info("snapshot: reading {}.{} (about {:.0f} rows{}{})", p.schema, p.table,
+               t.estimated_rows, t.key.empty() ? "" : ", in key order",
+               t.have_next_after ? ", resuming after " + std::to_string(p.rows) + " rows" : "");
+  return true;
+}
+
+void Snapshotter::read_chunk(Worker& w) {
+  if (stopped_ || reading_stopped_ || w.table == nullptr) return;
+  if (!has_room()) return;  // maybe_continue reads it when acknowledgements free room
+  Table& t = *w.table;
+  std::string sql;
+  std::vector<std::optional<std::string>> params;
+  std::vector<unsigned int> types;
+  if (w.cursor) {
+    sql = "FETCH FORWARD " + std::to_string(settings_.chunk_size) + " FROM walrelay_snapshot";
+  } else {
+    sql = t.select;
+    if (t.have_next_after) {
+      // Keyset pagination: a row comparison uses the key's btree order, as ORDER BY does.
+      std::string cols;
+      std::string args;
+      for (std::size_t i = 0; i < t.key.size(); ++i) {
+        cols += (i > 0 ? ", " : "") + replication::quote_ident(t.key[i]);
+        args += (i > 0 ? ", $" : "$") + std::to_string(i + 1);
+      }
+      sql += " WHERE (" + cols + ") > (" + args + ")";
+      params = t.next_after;
+      types = t.key_types;
+    }
+    sql += " ORDER BY ";
+    for (std::size_t i = 0; i < t.key.size(); ++i) {
+      sql += (i > 0 ? ", " : "") + replication::quote_ident(t.key[i]);
+    }
+    sql += " LIMIT " + std::to_string(settings_.chunk_size + 1);
+  }
+  w.waiting = true;
+  Worker* wp = &w;
+  w.conn->async_query(
+      sql, params, types,
+      [this, wp, alive = std::weak_ptr<int>(alive_)](std::expected<ResultPtr, std::string> r) {
+        if (alive.expired() || stopped_) return;
+        wp->waiting = false;
+        on_chunk(*wp, std::move(r));
+      });
+}
+
+void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> result) {
+  Table& t = *w.table;
+  const TableProgress& p = *t.progress;
+  if (!result) {
+    if (is_dropped_table_error(result.error())) {
+      spdlog::warn(
+          "snapshot: table {}.{} was dropped while it was read ({}); its rows published so far "
+          "stay, and nothing more of it is read",
+          p.schema, p.table, result.error());
+      w.cursor = false;
+      w.result.reset();
+      finish_table_read(w);
+      return;
+    }
+    fail(SnapshotFailure::kRetry,
+         "snapshot of " + p.schema + "." + p.table + " failed: " + result.error());
+    return;
+  }
+  // A chunk with rows: the previous chunk's last row, held back in case it was the table's last,
+  // is now an ordinary row.
+  w.result = std::move(*result);
+  w.next_row = 0;
+  const int rows = PQntuples(w.result.get());
+  if (rows > 0) {
+    Chunk c;
+    c.number = t.next_chunk++;
+    t.chunks.push_back(std::move(c));
+  }
+  publish_rows(w);
+}
+
+void Snapshotter::publish_rows(Worker& w) {
+  Table& t = *w.table;
+  // Keyset chunks ask for one row more than they publish: it tells whether another chunk
+  // follows, so the table's last row gets its marker. A cursor cannot look ahead: a keyless
+  // table whose size is a multiple of the chunk size ends with an empty chunk.
+  const int fetched = PQntuples(w.result.get());
+  const int rows = std::min(fetched, static_cast<int>(settings_.chunk_size));
+  const bool last_chunk = w.cursor ? fetched < static_cast<int>(settings_.chunk_size)
+                                   : fetched <= static_cast<int>(settings_.chunk_size);
+  while (w.next_row < rows) {
+    if (reading_stopped_) return;
+    const int row = w.next_row;
+    const bool table_first = t.progress->rows == 0 && t.rows_published == 0;
+    const bool table_last = last_chunk && row == rows - 1;
+    bool snapshot_last = false;
+    if (table_last) {
+      snapshot_last = std::all_of(tables_.begin(), tables_.end(), [&](const Table& o) {
+        return &o == &t || o.read_complete || o.progress->done;
+      });
+    }
+    std::string_view marker = "true";
+    if (snapshot_last) {
+      marker = "last";
+    } else if (!any_published_) {
+      marker = "first";
+    } else if (table_last) {
+      marker = "last_in_data_collection";
+    } else if (table_first) {
+      marker = "first_in_data_collection";
+    }
+    if (!publish_row(w, row, marker)) return;  // paused (queue full) or failed
+    any_published_ = true;
+    ++t.rows_published;
+    ++w.next_row;
+  }
+  if (rows > 0) {
+    Chunk& c = t.chunks.back();
+    c.rows = static_cast<std::uint64_t>(rows);
+    c.produced = true;
+    // The chunk's last key: where the next chunk starts, and what is saved once it is acked.
+    KeyText last;
+    for (std::size_t k : t.key_index) {
+      const int col = static_cast<int>(k);
+      if (PQgetisnull(w.result.get(), rows - 1, col) != 0) {
+        last.emplace_back(std::nullopt);
+      } else {
+        last.emplace_back(std::string(PQgetvalue(w.result.get(), rows - 1, col)));
+      }
+    }
+    c.last_key = last;
+    t.next_after = std::move(last);
+    t.have_next_after = !t.key.empty();
+  }
+  w.result.reset();
+  if (last_chunk) {
+    finish_table_read(w);
+  } else {
+    read_chunk(w);
+  }
+  advance(t);
+}
+
+bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
+  Table& t = *w.table;
+  const TableProgress& p = *t.progress;
+  const auto& cols = t.shape->columns;
+  PGresult* res = w.result.get();
+  tokens_.clear();
+  token_ends_.clear();
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    const int c = static_cast<int>(i);
+    std::optional<std::string_view> text;
+    if (PQgetisnull(res, row, c) == 0) {
+      text = std::string_view(PQgetvalue(res, row, c),
+                              static_cast<std::size_t>(PQgetlength(res, row, c)));
+    }
+    if (!decoder::append_wal2json_value(tokens_, text, cols[i].type_oid, settings_.numerics)) {
+      fail(SnapshotFailure::kMapping, "snapshot of " + p.schema + "." + p.table + ": column " +
+                                          cols[i].name + " value '" + std::string(*text) +
+                                          "' is not a number");
+      return false;
+    }
+    token_ends_.push_back(tokens_.size());
+  }
+  name_json_.resize(cols.size());
+  change_.action = decoder::Action::kInsert;
+  change_.xid = progress_.xid;
+  change_.lsn = progress_.lsn;
+  change_.schema = p.schema;
+  change_.table = p.table;
+  change_.pk = t.pk;
+  change_.columns.resize(cols.size());
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    name_json_[i].clear();
+    json::append_string(name_json_[i], cols[i].name);
+    change_.columns[i] =
+        decoder::Column{cols[i].name, name_json_[i], cols[i].type_oid,
+                        std::string_view(tokens_).substr(begin, token_ends_[i] - begin)};
+    begin = token_ends_[i];
+  }
+  // id: the snapshot's LSN, the table, the chunk and the row within it (the same when a chunk is
+  // read again after a restart).
+  const Chunk& chunk = t.chunks.back();
+  id_ = progress_.lsn.to_string();
+  id_ += ":r:";
+  id_ += p.schema;
+  id_.push_back('.');
+  id_ += p.table;
+  id_.push_back(':');
+  id_ += std::to_string(chunk.number);
+  id_.push_back(':');
+  id_ += std::to_string(row);
+  const router::SnapshotRead read{marker, id_, now_ms()};
+  auto routed = router_.route_snapshot(change_, read);
+  if (!routed) {
+    fail(SnapshotFailure::kMapping, "snapshot: " + routed.error().reason);
+    return false;
+  }
+  const std::uint64_t unit =
+      (static_cast<std::uint64_t>(&t - tables_.data()) << kChunkBits) | (chunk.number & kChunkMask);
+  for (const Record& rec : *routed) {
+    const auto err = publisher_.publish(sink::RecordSource::kSnapshot, rec, unit);
+    if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+      // Published again from this row when delivery reports free room (one record per row).
+      return false;
+    }
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      fail(err == RD_KAFKA_RESP_ERR__FATAL ? SnapshotFailure::kRetry : SnapshotFailure::kDelivery,
+           "snapshot: cannot publish a row of " + p.schema + "." + p.table + " to topic " +
+               std::string(rec.topic) + ": " + rd_kafka_err2str(err));
+      return false;
+    }
+    ++t.chunks.back().outstanding;
+  }
+  return true;
+}
+
+void Snapshotter::finish_table_read(Worker& w) {
+  Table& t = *w.table;
+  t.read_complete = true;
+  if (w.cursor) {
+    (void)w.conn->exec("CLOSE walrelay_snapshot");
+    w.cursor = false;
+    if (exported_.empty() && w.in_txn) {
+      (void)w.conn->exec("COMMIT");
+      w.in_txn = false;
+    }
+  }
+  advance(t);
+  next_table(w);
+}
+
+void Snapshotter::advance(Table& t) {
+  bool moved = false;
+  while (!t.chunks.empty() && t.chunks.front().produced && t.chunks.front().outstanding == 0) {
+    Chunk& c = t.chunks.front();
+    TableProgress& p = *t.progress;
+    p.rows += c.rows;
+    p.chunks = c.number + 1;
+    rows_total_ += c.rows;
+    if (!t.key.empty()) p.last_key = c.last_key;
+    t.chunks.pop_front();
+    moved = true;
+  }
+  if (t.read_complete && t.chunks.empty() && !t.progress->done) {
+    t.progress->done = true;
+    moved = true;
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t.started).count();
+    spdlog::info("snapshot: {}.{} done: {} rows in {:.1f} s", t.progress->schema, t.progress->table,
+                 t.progress->rows, secs);
+  }
+  if (moved) save_progress();
+  check_done();
+}
+
+void Snapshotter::on_delivery(const sink::DeliveryReport& r) {
+  if (stopped_) return;
+  const std::uint64_t table = r.opaque >> kChunkBits;
+  const std::uint64_t number = r.opaque & kChunkMask;
+  if (table >= tables_.size()) return;
+  Table& t = tables_[table];
+  if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    fail(SnapshotFailure::kDelivery,
+         "snapshot: delivery failed for good: topic " + std::string(r.topic) + ": " +
+             rd_kafka_err2str(r.err) + "; the snapshot of " + t.progress->schema + "." +
+             t.progress->table + " resumes from its last acknowledged chunk on restart");
+    return;
+  }
+  for (auto& c : t.chunks) {
+    if (c.number == number) {
+      if (c.outstanding > 0) --c.outstanding;
+      break;
+    }
+  }
+  advance(t);
+}
+
+void Snapshotter::maybe_continue() {
+  if (stopped_ || reading_stopped_ || !has_room()) return;
+  for (auto& w : workers_) {
+    if (w.table == nullptr || w.waiting) continue;
+    if (w.result) {
+      publish_rows(w);  // a chunk paused by a full producer queue
+    } else if (!w.table->read_complete) {
+      read_chunk(w);
+    }
+    if (stopped_ || !has_room()) return;
+  }
+}
+
+bool Snapshotter::has_room() const {
+  // One chunk's worth of headroom below the shared bounds.
+  return publisher_.in_flight_events(sink::RecordSource::kSnapshot) + settings_.chunk_size <=
+             std::max(settings_.max_in_flight_events, settings_.chunk_size) &&
+         publisher_.in_flight_bytes(sink::RecordSource::kSnapshot) < settings_.max_in_flight_bytes;
+}
+
+void Snapshotter::check_done() {
+  if (stopped_) return;
+  for (const auto& t : tables_) {
+    if (!t.progress->done) return;
+  }
+  for (auto& w : workers_) {
+    if (w.in_txn && w.conn) (void)w.conn->exec("COMMIT");
+    w.in_txn = false;
+  }
+  std::uint64_t rows = 0;
+  for (const auto& t : progress_.tables) rows += t.rows;
+  spdlog::info("snapshot: complete, {} rows of {} tables acknowledged by Kafka", rows,
+               progress_.tables.size());
+  stop();
+  asio::post(executor_, [done = done_] { done(std::nullopt, ""); });
+}
+
+void Snapshotter::save_progress() {
+  if (auto saved = store_.save(progress_); !saved) {
+    spdlog::warn("snapshot: cannot save progress: {}", saved.error());
+  }
+}
+
+void Snapshotter::schedule_progress_log() {
+  progress_timer_.expires_after(settings_.progress_interval);
+  progress_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    const auto now = std::chrono::steady_clock::now();
+    const double secs = std::chrono::duration<double>(now - last_log_).count();
+    const double rate = secs > 0 ? static_cast<double>(rows_total_ - rows_at_last_log_) / secs : 0;
+    double done_rows = 0;
+    double estimate = 0;
+    for (const auto& t : tables_) {
+      done_rows += static_cast<double>(t.progress->rows);
+      estimate += std::max(t.estimated_rows, static_cast<double>(t.progress->rows));
+    }
+    const double eta = rate > 0 ? std::max(0.0, estimate - done_rows) / rate : 0;
+    spdlog::info("snapshot progress: {:.0f} / ~{:.0f} rows, {:.0f} rows/s, ETA {:.0f} s", done_rows,
+                 estimate, rate, eta);
+    rows_at_last_log_ = rows_total_;
+    last_log_ = now;
+    schedule_progress_log();
+  });
+}
+
+}  // namespace walrelay::snapshot

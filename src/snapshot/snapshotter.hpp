@@ -1,0 +1,165 @@
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "snapshot/snapshot_connection.hpp"
+#include "snapshot/snapshot_progress.hpp"
+#include "walrelay/decoder/change.hpp"
+#include "walrelay/decoder/wal2json_value.hpp"
+#include "walrelay/router/event_router.hpp"
+#include "walrelay/router/table_schema.hpp"
+#include "walrelay/sink/publisher.hpp"
+
+namespace walrelay::snapshot {
+
+/// How a snapshot ended, when it did not complete.
+enum class SnapshotFailure : std::uint8_t {
+  kRetry,     ///< a connection failed: start again later (the progress makes it a resume)
+  kMapping,   ///< a row could not be mapped (errors.policy fail semantics: exit 4)
+  kDelivery,  ///< a record could not be delivered for good (exit 3)
+};
+
+/// Reads the captured tables' existing rows and publishes them as `op: "r"` events through the
+/// shared publish path, in key order and in chunks (keyset pagination), several tables at once.
+///
+/// - With an exported snapshot name (the slot's `CREATE_REPLICATION_SLOT … (SNAPSHOT 'export')`,
+///   PostgreSQL docs §55.4), every connection reads inside `REPEATABLE READ` with
+///   `SET TRANSACTION SNAPSHOT` (docs §9.27.5 "Snapshot Synchronization Functions"): the rows are
+///   exactly the state at the slot's consistent point.
+/// - Without one (after a crash lost the exported snapshot), each chunk is its own short
+///   transaction reading the current state. Published before the stream that starts at the
+///   consistent point, every key still ends at its latest committed state: a change made after
+///   the consistent point is replayed by the stream after the row.
+///
+/// Memory is bounded by `chunk_size` rows per connection and the in-flight bounds, never by table
+/// size. Progress (per table, the last key of the last fully acknowledged chunk) is saved after
+/// every chunk, so a restart resumes at the next chunk. Rows are mapped by the router exactly as
+/// streamed rows (value texts come through the replication session's pinned settings, and each
+/// value becomes the token wal2json prints for it).
+///
+/// Owned by the connector; every call on the io_context thread.
+class Snapshotter {
+ public:
+  struct Settings {
+    std::string conninfo;
+    std::string application_name;
+    std::size_t chunk_size = 8192;
+    std::size_t parallelism = 1;
+    std::size_t max_in_flight_events = 100'000;
+    std::size_t max_in_flight_bytes = 64ull * 1024 * 1024;
+    decoder::NumericTokens numerics = decoder::NumericTokens::kNumbers;
+    std::chrono::milliseconds progress_interval{5'000};
+  };
+  using Done = std::function<void(std::optional<SnapshotFailure>, const std::string& reason)>;
+
+  /// `exported_snapshot` empty: resume mode (no common snapshot). `progress` lists the tables
+  /// (their progress is kept in `store`). The router, schemas and publisher must outlive this.
+  Snapshotter(boost::asio::any_io_executor executor, Settings settings, router::EventRouter& router,
+              router::SchemaProvider& schemas, sink::Publisher& publisher,
+              SnapshotProgressStore& store, SnapshotProgress progress,
+              std::string exported_snapshot, Done done);
+  ~Snapshotter();
+  Snapshotter(const Snapshotter&) = delete;
+  Snapshotter& operator=(const Snapshotter&) = delete;
+
+  /// Opens the connections and starts reading. `done` is called once, on the executor.
+  void start();
+  /// A delivery report of a snapshot record (the publisher's kSnapshot listener).
+  void on_delivery(const sink::DeliveryReport& report);
+  /// Called when the publisher has room again (after any delivery report).
+  void maybe_continue();
+  /// Stops reading; no callback follows. Records in flight are ignored.
+  void stop();
+  /// Stops reading new rows (shutdown) but keeps saving progress as acknowledgements arrive.
+  void stop_reading() { reading_stopped_ = true; }
+
+  [[nodiscard]] const SnapshotProgress& progress() const { return progress_; }
+
+ private:
+  struct Chunk {
+    std::uint64_t number = 0;
+    std::uint64_t outstanding = 0;  // records handed to the producer, not yet acknowledged
+    std::uint64_t rows = 0;
+    KeyText last_key;
+    bool produced = false;  // every row of the chunk was handed to the producer
+  };
+  struct Table {
+    TableProgress* progress = nullptr;
+    const router::TableSchema* shape = nullptr;
+    std::vector<std::string> key;         // pagination columns (unique, in ORDER BY order)
+    std::vector<std::size_t> key_index;   // their positions in shape->columns
+    std::vector<unsigned int> key_types;  // their type OIDs (query parameters)
+    std::vector<std::string_view> pk;     // the Change's pk (primary key columns)
+    std::string select;                   // SELECT list and FROM
+    KeyText next_after;                   // last key read (the next chunk starts after it)
+    bool have_next_after = false;
+    std::deque<Chunk> chunks;  // read, not yet fully acknowledged
+    std::uint64_t next_chunk = 0;
+    std::uint64_t rows_published = 0;  // this run
+    double estimated_rows = 0;         // pg_class.reltuples
+    bool assigned = false;
+    bool read_complete = false;
+    std::chrono::steady_clock::time_point started;
+  };
+  struct Worker {
+    std::unique_ptr<SnapshotConnection> conn;
+    Table* table = nullptr;
+    ResultPtr result;      // the chunk being published
+    int next_row = 0;      // next row of `result` to publish
+    bool in_txn = false;   // a transaction is open (exported snapshot, or a keyless cursor)
+    bool cursor = false;   // reading a keyless table through a cursor
+    bool waiting = false;  // a query is outstanding
+  };
+
+  void fail(SnapshotFailure kind, const std::string& reason);
+  bool open_worker(Worker& w);
+  void next_table(Worker& w);
+  bool prepare_table(Worker& w, Table& t);
+  void read_chunk(Worker& w);
+  void on_chunk(Worker& w, std::expected<ResultPtr, std::string> result);
+  void publish_rows(Worker& w);
+  bool publish_row(Worker& w, int row, std::string_view marker);
+  void finish_table_read(Worker& w);
+  void advance(Table& t);
+  void check_done();
+  void save_progress();
+  void schedule_progress_log();
+  [[nodiscard]] bool has_room() const;
+
+  boost::asio::any_io_executor executor_;
+  Settings settings_;
+  router::EventRouter& router_;
+  router::SchemaProvider& schemas_;
+  sink::Publisher& publisher_;
+  SnapshotProgressStore& store_;
+  SnapshotProgress progress_;
+  std::string exported_;
+  Done done_;
+  std::vector<Table> tables_;
+  std::vector<Worker> workers_;
+  boost::asio::steady_timer progress_timer_;
+  bool stopped_ = false;
+  bool reading_stopped_ = false;
+  bool any_published_ = false;
+  std::uint64_t rows_total_ = 0;  // this run, acknowledged
+  std::uint64_t rows_at_last_log_ = 0;
+  std::chrono::steady_clock::time_point last_log_;
+
+  // Reused per row.
+  decoder::Change change_;
+  std::string tokens_;
+  std::vector<std::size_t> token_ends_;
+  std::vector<std::string> name_json_;
+  std::string id_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+}  // namespace walrelay::snapshot

@@ -1,0 +1,366 @@
+// Snapshots end to end (issue "Snapshots"): an initial snapshot under concurrent writes gives every
+// key its latest committed state, a SIGKILL in the middle resumes instead of starting over,
+// snapshot rows equal streamed rows byte for byte, and outbox / keyless / dropped tables are
+// handled as documented.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace walrelay::itest {
+namespace {
+
+using namespace std::chrono_literals;
+
+class SnapshotTest : public IntegrationTest {
+ protected:
+  // A config that snapshots (the harness default is mode: never).
+  WalrelayConfig snapshot_config(std::vector<TableEntry> tables, const std::string& lines = "") {
+    auto cfg = make_config(std::move(tables));
+    cfg.snapshot_mode = "initial";
+    cfg.snapshot_lines = lines;
+    return cfg;
+  }
+
+  // The raw text of a top-level field of a row-change value (`"after":{...}` → `{...}`), exactly
+  // as walrelay wrote it.
+  static std::string raw_field(const std::string& value, const std::string& field,
+                               const std::string& next) {
+    const std::string open = "\"" + field + "\":";
+    const auto b = value.find(open);
+    const auto e = value.find(",\"" + next + "\":", b);
+    if (b == std::string::npos || e == std::string::npos) return "<missing " + field + ">";
+    return value.substr(b + open.size(), e - b - open.size());
+  }
+
+  // Replays a topic as a consumer of a compacted topic would: per key, the last value wins; a
+  // delete or a tombstone removes the key. Returns key (minified JSON) → raw `after`.
+  static std::map<std::string, std::string> replay(std::vector<KafkaRecord> records) {
+    sort_by_partition_order(records);
+    std::map<std::string, std::string> state;
+    for (const auto& r : records) {
+      if (!r.key) continue;
+      const std::string key = json_at(*r.key, "");
+      if (!r.value) {
+        state.erase(key);
+        continue;
+      }
+      const std::string op = json_string_at(*r.value, "/op");
+      if (op == "d") {
+        state.erase(key);
+      } else {
+        state[key] = json_at(*r.value, "/after");
+      }
+    }
+    return state;
+  }
+
+  // key → row as JSON, built by PostgreSQL itself, in walrelay's native shape for (id int, v int,
+  // t text).
+  std::map<std::string, std::string> table_state(const std::string& t) {
+    std::map<std::string, std::string> state;
+    for (const auto& row : pg_->query("SELECT json_build_object('id', id)::text, "
+                                      "json_build_object('id', id, 'v', v, 't', t)::text FROM " +
+                                      t)) {
+      state[json_at(*row[0], "")] = json_at(*row[1], "");
+    }
+    return state;
+  }
+
+  // Waits until the slot has confirmed everything written so far (walrelay acknowledged it all).
+  bool wait_caught_up(const std::string& slot) {
+    const std::string target = pg_->value("SELECT pg_current_wal_lsn()::text");
+    return wait_until(
+        [&] {
+          return pg_->value("SELECT coalesce(confirmed_flush_lsn >= " + sql_literal(target) +
+                            "::pg_lsn, false)::text FROM pg_replication_slots WHERE slot_name = " +
+                            sql_literal(slot)) == "true";
+        },
+        60s);
+  }
+
+  // Expects the replayed topic to equal the table, key for key and value for value.
+  void expect_topic_equals_table(const std::string& table_name) {
+    const auto records = kafka_->read_all({topic(table_name)}, 120s);
+    const auto from_kafka = replay(records);
+    const auto from_table = table_state(table(table_name));
+    ASSERT_EQ(from_kafka.size(), from_table.size());
+    std::size_t mismatches = 0;
+    for (const auto& [key, row] : from_table) {
+      auto it = from_kafka.find(key);
+      if (it == from_kafka.end()) {
+        if (++mismatches <= 5) ADD_FAILURE() << "key " << key << " missing from the topic";
+      } else if (it->second != row) {
+        if (++mismatches <= 5)
+          ADD_FAILURE() << "key " << key << ": topic " << it->second << ", table " << row;
+      }
+    }
+    for (const auto& [key, row] : from_kafka) {
+      if (!from_table.contains(key) && ++mismatches <= 5) {
+        ADD_FAILURE() << "deleted key " << key << " is alive in the topic: " << row;
+      }
+    }
+    EXPECT_EQ(mismatches, 0u);
+  }
+
+  // Inserts, updates (also of the key) and deletes rows of `t` until `stop`, on its own
+  // connection. Ids it inserts start at 1,000,000.
+  static void write_until(const std::string& conninfo, const std::string& t, std::size_t initial,
+                          std::atomic<bool>& stop, std::atomic<std::size_t>& ops) {
+    Pg pg(conninfo);
+    std::mt19937 rng(42);
+    std::uniform_int_distribution<std::size_t> pick(1, initial);
+    std::size_t next_id = 1'000'000;
+    while (!stop.load()) {
+      const std::size_t id = pick(rng);
+      switch (ops.load() % 4) {
+        case 0:
+          pg.exec("INSERT INTO " + t + " VALUES (" + std::to_string(next_id++) + ", 1, 'new')");
+          break;
+        case 1:
+          pg.exec("UPDATE " + t + " SET v = v + 1, t = 'upd' WHERE id = " + std::to_string(id));
+          break;
+        case 2:
+          pg.exec("UPDATE " + t + " SET id = " + std::to_string(next_id++) +
+                  " WHERE id = " + std::to_string(id));
+          break;
+        default:
+          pg.exec("DELETE FROM " + t + " WHERE id = " + std::to_string(id));
+          break;
+      }
+      ++ops;
+      std::this_thread::sleep_for(2ms);
+    }
+  }
+
+  void create_rows_table(const std::string& name, std::size_t rows) {
+    pg_->exec("CREATE TABLE " + table(name) + " (id bigint PRIMARY KEY, v int NOT NULL, t text)");
+    pg_->exec("INSERT INTO " + table(name) + " SELECT g, g % 1000, 'row ' || g FROM " +
+              "generate_series(1, " + std::to_string(rows) + ") g");
+    pg_->exec("ANALYZE " + table(name));
+  }
+};
+
+TEST_F(SnapshotTest, InitialSnapshotUnderConcurrentWritesEqualsTheTable) {
+  constexpr std::size_t kRows = 200'000;
+  create_rows_table("items", kRows);
+  WalrelayProcess proc(snapshot_config({{table("items")}}, "  chunk_size: 4000\n").to_yaml());
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> ops{0};
+  proc.start();
+  std::thread writer(write_until, env_.pg_conninfo, table("items"), kRows, std::ref(stop),
+                     std::ref(ops));
+  const bool completed = proc.wait_for_log("snapshot: complete", 180s);
+  const std::size_t ops_during_snapshot = ops.load();
+  std::this_thread::sleep_for(1s);  // and some more while streaming
+  stop = true;
+  writer.join();
+  ASSERT_TRUE(completed) << proc.logs();
+  EXPECT_GT(ops_during_snapshot, 0u);
+  ASSERT_TRUE(wait_slot_active(*pg_, name_)) << proc.logs();
+  ASSERT_TRUE(wait_caught_up(name_)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  expect_topic_equals_table("items");
+  // Every snapshot row is an `r` event with Debezium's markers: one first, one last.
+  const auto records = kafka_->read_all({topic("items")}, 120s);
+  std::map<std::string, std::size_t> markers;
+  std::size_t reads = 0;
+  for (const auto& r : records) {
+    if (!r.value || json_string_at(*r.value, "/op") != "r") continue;
+    ++reads;
+    ++markers[json_string_at(*r.value, "/source/snapshot")];
+    EXPECT_EQ(raw_field(*r.value, "before", "after"), "null");
+  }
+  EXPECT_EQ(markers["first"], 1u);
+  EXPECT_EQ(markers["last"], 1u);
+  EXPECT_EQ(markers["false"], 0u);
+  EXPECT_GE(reads, kRows - ops_during_snapshot);  // rows deleted before the read are not read
+  EXPECT_LE(reads, kRows + ops_during_snapshot);
+}
+
+TEST_F(SnapshotTest, SigkillDuringTheSnapshotResumesAtTheNextChunk) {
+  constexpr std::size_t kRows = 200'000;
+  create_rows_table("items", kRows);
+  const auto cfg = snapshot_config({{table("items")}}, "  chunk_size: 1000\n");
+  const std::filesystem::path progress_file =
+      std::filesystem::path(cfg.state_dir) / (cfg.slot + ".snapshot");
+  WalrelayProcess proc(cfg.to_yaml());
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> ops{0};
+  proc.start();
+  std::thread writer(write_until, env_.pg_conninfo, table("items"), kRows, std::ref(stop),
+                     std::ref(ops));
+  // Kill at about half: the progress file says how many rows Kafka has acknowledged.
+  auto rows_done = [&]() -> std::size_t {
+    std::ifstream in(progress_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::smatch m;
+    const std::string s = text.str();
+    if (std::regex_search(s, m, std::regex("rows: ([0-9]+)"))) return std::stoul(m[1]);
+    return 0;
+  };
+  const bool halfway = wait_until([&] { return rows_done() >= kRows / 2; }, 120s);
+  proc.kill();
+  ASSERT_TRUE(halfway) << proc.logs();
+  const std::size_t done_before_kill = rows_done();
+  ASSERT_LT(done_before_kill, kRows) << "the snapshot finished before the kill";
+
+  proc.start();
+  const bool completed = proc.wait_for_log("snapshot: complete", 180s);
+  stop = true;
+  writer.join();
+  ASSERT_TRUE(completed) << proc.logs();
+  EXPECT_NE(proc.stderr_text().find("resuming an interrupted snapshot"), std::string::npos)
+      << proc.logs();
+  EXPECT_NE(proc.stderr_text().find("resuming after " + std::to_string(done_before_kill)),
+            std::string::npos)
+      << proc.logs();
+  ASSERT_TRUE(wait_slot_active(*pg_, name_)) << proc.logs();
+  ASSERT_TRUE(wait_caught_up(name_)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  expect_topic_equals_table("items");
+  // It did not start over: the first chunk was published by the first run only (a chunk read
+  // again is the one in flight at the kill, never one already acknowledged).
+  const auto records = kafka_->read_all({topic("items")}, 120s);
+  std::size_t first_chunk_first_row = 0;
+  std::size_t reads = 0;
+  for (const auto& r : records) {
+    const std::string id = r.header("id");
+    if (id.find(":r:") == std::string::npos) continue;
+    ++reads;
+    if (id.ends_with(":0:0")) ++first_chunk_first_row;
+  }
+  EXPECT_EQ(first_chunk_first_row, 1u);
+  EXPECT_LT(reads, kRows + kRows / 4) << "far more reads than rows: the snapshot started over";
+}
+
+// Every type family of the value mapping, in both value formats: the row read by the snapshot
+// and the same row streamed afterwards give the same bytes (apart from the id column).
+TEST_F(SnapshotTest, SnapshotRowsAndStreamedRowsAreByteIdentical) {
+  pg_->exec("CREATE TYPE " + table("mood") + " AS ENUM ('sad', 'happy')");
+  pg_->exec("CREATE DOMAIN " + table("posint") + " AS int CHECK (VALUE > 0)");
+  const std::string columns =
+      "id int PRIMARY KEY, i2 smallint, i4 int, i8 bigint, n numeric(12,3), nu numeric, "
+      "r real, d double precision, m money, b boolean, t text, vc varchar(10), c char(3), "
+      "ba bytea, dt date, tm time, tmp time(3), tz timetz, ts timestamp, ts3 timestamp(3), "
+      "tstz timestamptz, iv interval, u uuid, j json, jb jsonb, ia int[], ta text[], "
+      "ip inet, cidr cidr, mac macaddr, pt point, e " +
+      table("mood") + ", dom " + table("posint") +
+      ", bits bit(3), vb varbit, rng int4range, x xml, tsv tsvector, n0 numeric, nul text";
+  const std::string values =
+      "-7, 2147483647, 9223372036854775807, 123456789.125, 0.000000000000000000001, 1.5, "
+      "-0.1234567890123, 1234.5, true, 'tab\there \"q\" é 😀', 'abc', 'x', '\\x00ff10', "
+      "'2024-02-29', '23:59:59.999999', '12:00:00.123', '06:30:00+05:30', "
+      "'2024-03-10 06:30:00.123456', '2024-03-10 06:30:00.5', '2024-03-10 06:30:00+02', "
+      "'1 year 2 mons 3 days 04:05:06.5', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', "
+      "'{\"k\": [1, 2.50, null]}', '{\"k\": [1, 2.50, null]}', '{1,NULL,3}', "
+      "'{\"a b\",NULL,\"c,d\"}', '192.168.0.1/24', '10.0.0.0/8', '08:00:2b:01:02:03', "
+      "'(1.5,-2)', 'happy', 5, B'101', B'11', '[1,5)', '<a>x</a>', 'fat cat', "
+      "'-12.50', NULL";
+  for (const std::string format : {"native", "debezium"}) {
+    SCOPED_TRACE(format);
+    const std::string name = "types_" + format;
+    pg_->exec("CREATE TABLE " + table(name) + " (" + columns + ")");
+    pg_->exec("INSERT INTO " + table(name) + " VALUES (1, " + values + ")");
+    auto cfg = snapshot_config({{table(name)}});
+    cfg.name = cfg.slot = cfg.prefix = name_ + "_" + format;
+    cfg.extra_yaml = "events:\n  value_format: " + format + "\n";
+    const std::string topic_name = cfg.prefix + "." + schema_ + "." + name;
+    WalrelayProcess proc(cfg.to_yaml());
+    start_streaming(proc, cfg.slot);
+    pg_->exec("INSERT INTO " + table(name) + " VALUES (2, " + values + ")");
+    const auto records = kafka_->read_at_least({topic_name}, 2);
+    ASSERT_TRUE(stop_gracefully(proc, cfg.slot));
+    drop_slot_quietly(*pg_, cfg.slot);
+    ASSERT_EQ(records.size(), 2u) << describe(records) << proc.logs();
+    std::map<std::string, std::string> after_of;  // op → after without its id
+    for (const auto& r : records) {
+      ASSERT_TRUE(r.value);
+      const std::string op = json_string_at(*r.value, "/op");
+      std::string after = raw_field(*r.value, "after", "source");
+      const auto comma = after.find(',');
+      ASSERT_NE(comma, std::string::npos) << after;
+      after_of[op] = after.substr(comma);
+    }
+    ASSERT_TRUE(after_of.contains("r")) << describe(records);
+    ASSERT_TRUE(after_of.contains("c")) << describe(records);
+    EXPECT_EQ(after_of["r"], after_of["c"]);
+  }
+}
+
+TEST_F(SnapshotTest, OutboxTablesAreNotReadKeylessTablesAreReadWhole) {
+  const std::string ob = table("outbox");
+  pg_->exec("CREATE TABLE " + ob +
+            " (id uuid PRIMARY KEY, aggregateid text NOT NULL, aggregatetype text NOT NULL, "
+            "payload jsonb)");
+  pg_->exec("INSERT INTO " + ob +
+            " VALUES ('11111111-1111-1111-1111-111111111111', 'o-1', 'Order', '{}')");
+  pg_->exec("CREATE TABLE " + table("log") + " (id int, v int, t text)");  // no key
+  pg_->exec("INSERT INTO " + table("log") + " SELECT g, g, 'x' FROM generate_series(1, 250) g");
+  create_rows_table("keyed", 0);
+  auto cfg = snapshot_config(
+      {{ob, {"topic: \"" + name_ + ".{aggregate_type}\""}}, {table("log")}, {table("keyed")}},
+      "  chunk_size: 100\n");
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  const auto log_records = kafka_->read_at_least({topic("log")}, 250);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(log_records.size(), 250u);
+  EXPECT_NE(proc.stderr_text().find("has no key: reading it whole in one pass"), std::string::npos)
+      << proc.logs();
+  // The outbox's existing row is an event that was already published (or never will be): a
+  // snapshot must not publish it again.
+  EXPECT_TRUE(kafka_->read_all({name_ + ".Order"}).empty());
+  // An empty table completes the snapshot without records.
+  EXPECT_TRUE(kafka_->read_all({topic("keyed")}).empty());
+  // A restart does not read anything again.
+  WalrelayProcess again(cfg.to_yaml());
+  start_streaming(again, name_);
+  ASSERT_TRUE(stop_gracefully(again, name_));
+  EXPECT_EQ(again.stderr_text().find("snapshot:"), std::string::npos) << again.logs();
+  EXPECT_EQ(kafka_->read_all({topic("log")}).size(), 250u);
+}
+
+TEST_F(SnapshotTest, ModeNeverPublishesNoRowsAndInitialOnlyKeepsNoSlot) {
+  create_rows_table("items", 10);
+  {
+    auto cfg = make_config({{table("items")}});
+    cfg.name = cfg.slot = cfg.prefix = name_ + "_never";
+    WalrelayProcess proc(cfg.to_yaml());
+    start_streaming(proc, cfg.slot);
+    pg_->exec("UPDATE " + table("items") + " SET v = 7 WHERE id = 3");
+    const auto recs = kafka_->read_at_least({cfg.prefix + "." + schema_ + ".items"}, 1);
+    ASSERT_TRUE(stop_gracefully(proc, cfg.slot));
+    drop_slot_quietly(*pg_, cfg.slot);
+    ASSERT_EQ(recs.size(), 1u) << describe(recs);
+    EXPECT_EQ(json_string_at(*recs[0].value, "/op"), "u");
+  }
+  auto cfg = snapshot_config({{table("items")}});
+  cfg.snapshot_mode = "initial_only";
+  cfg.name = cfg.slot = cfg.prefix = name_ + "_once";
+  WalrelayProcess proc(cfg.to_yaml());
+  proc.start();
+  EXPECT_EQ(proc.wait_exit(60s), 0) << proc.logs();
+  const auto recs = kafka_->read_all({cfg.prefix + "." + schema_ + ".items"});
+  EXPECT_EQ(recs.size(), 10u) << describe(recs);
+  EXPECT_FALSE(slot_state(*pg_, cfg.slot).has_value());
+  EXPECT_EQ(pg_->value("SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE "
+                       "'walrelay_snapshot_%'"),
+            "0");
+}
+
+}  // namespace
+}  // namespace walrelay::itest
