@@ -487,6 +487,14 @@ class Loader {
          [&](const YAML::Node& v, const std::string& p) {
            if (auto n = positive_int(v, p)) sc.chunk_size = *n;
          }},
+        {"new_tables",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto s = one_of(v, p, {"incremental", "never"})) sc.new_tables = *s;
+         }},
+        {"signal_prefix",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto s = nonempty_string(v, p)) sc.signal_prefix = std::move(*s);
+         }},
         {"parallelism",
          [&](const YAML::Node& v, const std::string& p) {
            if (auto n = positive_int(v, p)) {

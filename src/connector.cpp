@@ -238,6 +238,7 @@ void Connector::start_streaming() {
                                              "walrelay-heartbeat-" + cfg_.name, cfg_.heartbeat);
   }
   if (heartbeat_) heartbeat_->start();
+  start_incremental();
   last_progress_ = std::chrono::steady_clock::now();
   schedule_status();
   schedule_progress();
@@ -559,6 +560,8 @@ Connector::Outcome Connector::check_tables() {
   }
   std::vector<std::string> prefixes;
   for (const auto& m : cfg_.messages) prefixes.push_back(m.prefix);
+  prefixes.emplace_back(snapshot::IncrementalSnapshot::kWatermarkPrefix);
+  prefixes.push_back(cfg_.snapshot.signal_prefix);
   plugin_options_ =
       decoder::wal2json_options(filter_on_server ? std::optional(filters) : std::nullopt, prefixes);
   // NaN/Infinity as strings when the plugin supports it (wal2json 2.6+); dropped on first refusal.
@@ -610,6 +613,7 @@ void Connector::after_session(Outcome outcome, const std::string& reason) {
 
 void Connector::end_session() {
   streaming_ = false;
+  incremental_.reset();  // the next session resumes from its confirmed progress
   if (heartbeat_) heartbeat_->stop();
   status_timer_.cancel();
   progress_timer_.cancel();
@@ -696,6 +700,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   }
   // A non-transactional logical message arrives outside any B/C pair (shared/cases/README.md
   // item 8): track it as its own unit, confirmed at the end of its record.
+  if (c.action == Action::kMessage && handle_snapshot_message(c, x.data)) return;
   const bool standalone = !in_txn_;
   if (standalone) tracker_.begin(c.lsn);
   auto routed = router_->route(c);
@@ -705,6 +710,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
     if (handle_unmappable(reason, x.data, &c) && standalone) tracker_.commit();
     return;
   }
+  if (incremental_ && incremental_->window_open()) incremental_->on_streamed(*routed);
   pending_ = *routed;
   pending_next_ = 0;
   pending_after_ = standalone ? AfterPublish::kStandalone : AfterPublish::kChange;
@@ -909,6 +915,7 @@ void Connector::send_status(bool reply_requested) {
   const Lsn write = std::max(received_lsn_, flush);
   stream_->send_status(write, flush, flush, reply_requested);
   last_sent_flush_ = flush;
+  if (incremental_) incremental_->on_flushed(flush);
   if (record_ && flush > record_->confirmed) {
     record_->confirmed = flush;
     save_record();
@@ -996,6 +1003,7 @@ void Connector::finish(ExitCode code) {
       const Lsn flush = tracker_.flush_lsn();
       if (stream_->send_status_blocking(std::max(received_lsn_, flush), flush, flush)) {
         spdlog::info("confirmed flush_lsn {} to the server", flush.to_string());
+        if (incremental_) incremental_->on_flushed(flush);
         if (record_ && flush > record_->confirmed) record_->confirmed = flush;
       } else {
         spdlog::warn("could not send the last standby status update; the server keeps flush_lsn {}",

@@ -14,6 +14,7 @@
 #include "exit_code.hpp"
 #include "heartbeat.hpp"
 #include "replication/replication_stream.hpp"
+#include "snapshot/incremental_snapshot.hpp"
 #include "snapshot/snapshot_progress.hpp"
 #include "snapshot/snapshotter.hpp"
 #include "state_store.hpp"
@@ -96,6 +97,10 @@ class Connector {
   /// snapshot.mode initial_only: read from a temporary slot's snapshot, keep no slot.
   Outcome prepare_initial_only();
   void run_snapshot();
+  /// While streaming: incremental snapshots (signals, new tables, resumed progress).
+  void start_incremental();
+  /// A watermark or signal message of the stream: handled here (true), never published.
+  bool handle_snapshot_message(const decoder::Change& c, std::string_view original);
 
   // Per-message opaque: transaction seq (bits 0-47), session epoch (48-62), dead-letter (63).
   [[nodiscard]] std::uint64_t opaque(std::uint64_t seq, bool dead_letter) const;
@@ -144,6 +149,8 @@ class Connector {
   std::optional<snapshot::SnapshotProgress> snapshot_progress_;
   std::string exported_snapshot_;  // empty: resume at current state
   std::unique_ptr<snapshot::Snapshotter> snapshotter_;
+  std::unique_ptr<snapshot::SnapshotProgressStore> incremental_store_;
+  std::unique_ptr<snapshot::IncrementalSnapshot> incremental_;
 
   // Records of the current change (or COMMIT) not yet handed to Kafka, and what completes it.
   enum class AfterPublish : std::uint8_t { kChange, kStandalone, kCommit };

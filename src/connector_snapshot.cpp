@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "connector.hpp"
+#include "snapshot/signal.hpp"
 
 namespace walrelay {
 
@@ -52,11 +53,42 @@ bool Connector::resume_snapshot_progress(const std::string& slot, Lsn confirmed_
   snapshot_progress_ = std::move(**loaded);
   // Created, then a crash before the consistent point was recorded: the slot has not moved since.
   if (snapshot_progress_->lsn.is_zero()) snapshot_progress_->lsn = confirmed_flush_lsn;
-  if (!snapshot_progress_->resumed) {
-    snapshot_progress_->resumed = true;
-    return save_snapshot_progress();
+  snapshot_progress_->resumed = true;
+  // The exported snapshot is gone with the crash. Tables with a key finish as an incremental
+  // snapshot while streaming from the consistent point (their chunks carry on after the last
+  // acknowledged key); a table without one is read again, whole, before streaming.
+  snapshot::SnapshotProgress handover;
+  incremental_store_ =
+      std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot, ".incremental");
+  if (auto inc = incremental_store_->load(); inc && *inc && (*inc)->slot == slot) {
+    handover = std::move(**inc);
   }
-  return true;
+  handover.slot = slot;
+  std::size_t handed = 0;
+  for (auto& t : snapshot_progress_->tables) {
+    if (t.done) continue;
+    const router::TableSchema* shape = catalog_->table(t.schema, t.table, /*refresh=*/false);
+    const bool keyed = shape != nullptr && (!shape->primary_key.empty() ||
+                                            !router_->key_columns_of(t.schema, t.table).empty());
+    if (!keyed) continue;
+    std::erase_if(handover.tables,
+                  [&](const auto& h) { return h.schema == t.schema && h.table == t.table; });
+    handover.tables.push_back(t);
+    t.done = true;
+    ++handed;
+  }
+  if (handed > 0) {
+    spdlog::warn(
+        "snapshot: resuming an interrupted snapshot (progress in {}): the exported snapshot is "
+        "gone, so {} table(s) finish as an incremental snapshot while streaming from {}, each "
+        "from its last acknowledged chunk",
+        snapshot_store_->path(), handed, snapshot_progress_->lsn.to_string());
+    if (auto saved = incremental_store_->save(handover); !saved) {
+      reason_ = "cannot save the incremental snapshot progress: " + saved.error();
+      return false;
+    }
+  }
+  return save_snapshot_progress();
 }
 
 Connector::Outcome Connector::prepare_initial_only() {
@@ -108,8 +140,8 @@ void Connector::run_snapshot() {
   if (snapshot_progress_->resumed) {
     spdlog::warn(
         "snapshot: resuming an interrupted snapshot (progress in {}): the exported snapshot is "
-        "gone, so the remaining chunks are read at their current state; the stream from {} "
-        "follows and brings every key to its latest committed state",
+        "gone, so tables without a key are read again at their current state; the stream from "
+        "{} follows and brings every key to its latest committed state",
         snapshot_store_->path(), snapshot_progress_->lsn.to_string());
   }
   snapshotter_ = std::make_unique<snapshot::Snapshotter>(
@@ -144,6 +176,123 @@ void Connector::run_snapshot() {
         }
       });
   snapshotter_->start();
+}
+
+}  // namespace walrelay
+
+namespace walrelay {
+
+void Connector::start_incremental() {
+  incremental_.reset();
+  const std::string& slot = cfg_.source.slot;
+  incremental_store_ =
+      std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot, ".incremental");
+  auto loaded = incremental_store_->load();
+  if (!loaded) {
+    spdlog::error("{}: incremental snapshots are off until it is fixed or removed", loaded.error());
+    return;
+  }
+  snapshot::SnapshotProgress progress;
+  if (*loaded && (*loaded)->slot == slot) progress = std::move(**loaded);
+  progress.slot = slot;
+  snapshot::IncrementalSnapshot::Settings settings{
+      cfg_.source.conninfo, "walrelay-snapshot-" + cfg_.name, cfg_.snapshot.chunk_size};
+  incremental_ = std::make_unique<snapshot::IncrementalSnapshot>(
+      io_.get_executor(), std::move(settings), *router_, *catalog_, *incremental_store_, progress);
+
+  // Tables added to the configuration since the slot's snapshots: offer their rows.
+  if (cfg_.snapshot.mode == "never" || cfg_.snapshot.new_tables != "incremental") {
+    incremental_->kick();
+    return;
+  }
+  if (!snapshot_store_) {
+    snapshot_store_ = std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot);
+  }
+  auto initial = snapshot_store_->load();
+  if (!initial) {
+    spdlog::error("{}", initial.error());
+    incremental_->kick();
+    return;
+  }
+  if (!*initial || (*initial)->slot != slot) {
+    // A slot streamed before snapshots existed (or with mode never): what is captured now is
+    // taken as known, so an upgrade does not read every table again.
+    snapshot::SnapshotProgress known;
+    known.slot = slot;
+    known.lsn = start_lsn_.is_zero() ? Lsn{1} : start_lsn_;
+    for (const auto& [schema, table] : snapshot_tables_) {
+      known.tables.push_back(snapshot::table_progress(schema, table, true));
+    }
+    if (auto saved = snapshot_store_->save(known); !saved) spdlog::warn("{}", saved.error());
+    incremental_->kick();
+    return;
+  }
+  std::vector<std::pair<std::string, std::string>> added;
+  for (const auto& [schema, table] : snapshot_tables_) {
+    auto known_in = [&](const snapshot::SnapshotProgress& p) {
+      return std::any_of(p.tables.begin(), p.tables.end(),
+                         [&](const auto& t) { return t.schema == schema && t.table == table; });
+    };
+    if (!known_in(**initial) && !known_in(progress)) added.emplace_back(schema, table);
+  }
+  if (!added.empty()) {
+    spdlog::info(
+        "{} table(s) new to the configuration: reading their rows while streaming "
+        "(snapshot.new_tables: incremental)",
+        added.size());
+    for (const auto& refused : incremental_->execute(added)) {
+      spdlog::warn("incremental snapshot refused: {}", refused);
+    }
+  }
+  incremental_->kick();
+}
+
+bool Connector::handle_snapshot_message(const decoder::Change& c, std::string_view original) {
+  if (c.prefix == snapshot::IncrementalSnapshot::kWatermarkPrefix) {
+    if (!incremental_ || !in_txn_) return true;  // watermarks are transactional
+    auto records = incremental_->on_watermark(
+        c.content, c.lsn, c.xid, tracker_.next_lsn_of(*tracker_.open_txn()).value_or(c.lsn));
+    if (!records) {
+      handle_unmappable(records.error() + " (LSN " + c.lsn.to_string() + ")", original, &c);
+      return true;
+    }
+    if (!records->empty()) {
+      // The chunk's rows belong to the high watermark's transaction: the slot moves past it only
+      // once Kafka has them.
+      pending_ = *records;
+      pending_next_ = 0;
+      pending_after_ = AfterPublish::kChange;
+      pending_lsn_ = c.lsn;
+      if (publish_pending()) apply_backpressure();
+    }
+    return true;
+  }
+  if (c.prefix != cfg_.snapshot.signal_prefix) return false;
+  auto signal = snapshot::parse_signal(c.content);
+  if (!signal) {
+    spdlog::error("snapshot signal at LSN {} ignored: {}: {}", c.lsn.to_string(), signal.error(),
+                  std::string(c.content.substr(0, 200)));
+    return true;
+  }
+  std::vector<std::pair<std::string, std::string>> tables;
+  for (const auto& name : signal->tables) {
+    auto parsed = config::parse_table_name(name);
+    if (!parsed) {
+      spdlog::error("snapshot signal at LSN {}: table '{}': {}", c.lsn.to_string(), name,
+                    parsed.error());
+      continue;
+    }
+    tables.emplace_back(parsed->schema, parsed->table);
+  }
+  if (!incremental_) return true;
+  if (signal->kind == snapshot::Signal::Kind::kStop) {
+    incremental_->stop(tables);
+    return true;
+  }
+  for (const auto& refused : incremental_->execute(tables)) {
+    spdlog::error("snapshot signal at LSN {} refused for {}", c.lsn.to_string(), refused);
+  }
+  return true;
 }
 
 }  // namespace walrelay

@@ -8,6 +8,7 @@
 #include "check.hpp"
 #include "connector.hpp"
 #include "exit_code.hpp"
+#include "snapshot/send_signal.hpp"
 #include "walrelay/config/config.hpp"
 
 namespace {
@@ -39,6 +40,14 @@ int main(int argc, char** argv) {
   run->add_option("-c,--config", config_path, "configuration file (YAML)")->required();
   auto* check = app.add_subcommand("check", "validate the configuration and connect to both ends");
   check->add_option("-c,--config", config_path, "configuration file (YAML)")->required();
+  auto* snapshot = app.add_subcommand(
+      "snapshot",
+      "ask the running connector for an incremental snapshot of tables (or to stop one)");
+  snapshot->add_option("-c,--config", config_path, "configuration file (YAML)")->required();
+  std::vector<std::string> snapshot_tables;
+  snapshot->add_option("-t,--table", snapshot_tables, "schema.table (repeatable)");
+  bool snapshot_stop = false;
+  snapshot->add_flag("--stop", snapshot_stop, "stop the snapshot of the tables (all when none)");
 
   try {
     app.parse(argc, argv);
@@ -56,6 +65,25 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(cfg->log.level));
 
   if (*check) return static_cast<int>(walrelay::run_check(*cfg, std::cout));
+  if (*snapshot) {
+    walrelay::snapshot::Signal signal;
+    signal.kind = snapshot_stop ? walrelay::snapshot::Signal::Kind::kStop
+                                : walrelay::snapshot::Signal::Kind::kExecute;
+    signal.tables = snapshot_tables;
+    if (!snapshot_stop && snapshot_tables.empty()) {
+      std::cerr << "walrelay snapshot: --table is required (or --stop)\n";
+      return static_cast<int>(ExitCode::kConfigError);
+    }
+    auto sent =
+        walrelay::snapshot::send_signal(cfg->source.conninfo, cfg->snapshot.signal_prefix, signal);
+    if (!sent) {
+      std::cerr << "walrelay snapshot: " << sent.error() << "\n";
+      return static_cast<int>(ExitCode::kRuntimeError);
+    }
+    std::cout << "signal sent at LSN " << *sent << ": " << walrelay::snapshot::signal_json(signal)
+              << "\n(the running connector acts on it when its stream reaches that position)\n";
+    return 0;
+  }
 
   boost::asio::io_context io(1);
   walrelay::Connector connector(io, std::move(*cfg));

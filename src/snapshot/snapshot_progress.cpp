@@ -11,8 +11,9 @@
 
 namespace walrelay::snapshot {
 
-SnapshotProgressStore::SnapshotProgressStore(std::string dir, const std::string& slot)
-    : dir_(std::move(dir)), path_(dir_ + "/" + slot + ".snapshot") {}
+SnapshotProgressStore::SnapshotProgressStore(std::string dir, const std::string& slot,
+                                             const std::string& suffix)
+    : dir_(std::move(dir)), path_(dir_ + "/" + slot + suffix) {}
 
 std::expected<std::optional<SnapshotProgress>, std::string> SnapshotProgressStore::load() const {
   std::ifstream in(path_);

@@ -24,6 +24,15 @@ struct TableProgress {
   std::uint64_t chunks = 0;         ///< chunks acknowledged (the next chunk's number)
 };
 
+/// A table's progress before anything of it was read (`done`: nothing to read).
+inline TableProgress table_progress(std::string schema, std::string table, bool done = false) {
+  TableProgress t;
+  t.schema = std::move(schema);
+  t.table = std::move(table);
+  t.done = done;
+  return t;
+}
+
 /// A snapshot's durable progress: the slot's consistent point it belongs to and every table's
 /// position. Written before the slot is created (lsn 0/0: creation pending), so a crash at any
 /// point is detected on the next start.
@@ -46,7 +55,9 @@ struct SnapshotProgress {
 /// record. Not thread-safe.
 class SnapshotProgressStore {
  public:
-  SnapshotProgressStore(std::string dir, const std::string& slot);
+  /// The file is `<dir>/<slot><suffix>` (`.snapshot` for the initial snapshot, `.incremental`).
+  SnapshotProgressStore(std::string dir, const std::string& slot,
+                        const std::string& suffix = ".snapshot");
 
   /// The progress, nullopt when there is none, or an error (unreadable or malformed file).
   [[nodiscard]] std::expected<std::optional<SnapshotProgress>, std::string> load() const;

@@ -162,8 +162,8 @@ void Snapshotter::next_table(Worker& w) {
 bool Snapshotter::prepare_table(Worker& w, Table& t) {
   TableProgress& p = *t.progress;
   // The cached shape: a refresh would invalidate the router's pointer to it.
-  t.shape = schemas_.table(p.schema, p.table, /*refresh=*/false);
-  if (t.shape == nullptr) {
+  const router::TableSchema* shape = schemas_.table(p.schema, p.table, /*refresh=*/false);
+  if (shape == nullptr) {
     spdlog::warn("snapshot: table {}.{} no longer exists; skipping it", p.schema, p.table);
     p.done = true;
     t.read_complete = true;
@@ -172,31 +172,13 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
   }
   // Pagination key: the primary key (unique by definition), else the table's configured or
   // replica-identity key columns.
-  t.key = t.shape->primary_key;
-  if (t.key.empty()) t.key = router_.key_columns_of(p.schema, p.table);
-  t.key_index.clear();
-  t.key_types.clear();
-  for (const auto& k : t.key) {
-    for (std::size_t i = 0; i < t.shape->columns.size(); ++i) {
-      if (t.shape->columns[i].name == k) {
-        t.key_index.push_back(i);
-        t.key_types.push_back(t.shape->columns[i].type_oid);
-      }
-    }
-  }
-  if (t.key_index.size() != t.key.size()) {
+  auto plan = make_read_plan(*shape, router_.key_columns_of(p.schema, p.table));
+  if (!plan) {
     fail(SnapshotFailure::kMapping,
          "snapshot: key columns of " + p.schema + "." + p.table + " are not all columns of it");
     return false;
   }
-  t.pk.clear();
-  for (const auto& k : t.shape->primary_key) t.pk.emplace_back(k);
-  t.select = "SELECT ";
-  for (std::size_t i = 0; i < t.shape->columns.size(); ++i) {
-    if (i > 0) t.select += ", ";
-    t.select += replication::quote_ident(t.shape->columns[i].name);
-  }
-  t.select += " FROM " + qualified(p.schema, p.table);
+  t.plan = std::move(*plan);
   t.started = std::chrono::steady_clock::now();
   if (auto r =
           w.conn->exec("SELECT reltuples FROM pg_catalog.pg_class WHERE oid = " +
@@ -204,7 +186,7 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
       r && PQntuples(r->get()) == 1) {
     t.estimated_rows = std::max(0.0, std::strtod(PQgetvalue(r->get(), 0, 0), nullptr));
   }
-  if (t.key.empty()) {
+  if (t.plan.key.empty()) {
     spdlog::warn(
         "snapshot: table {}.{} has no key: reading it whole in one pass (not resumable; set "
         "key_columns to read it in chunks)",
@@ -220,7 +202,8 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
       }
       w.in_txn = true;
     }
-    if (auto r = w.conn->exec("DECLARE walrelay_snapshot NO SCROLL CURSOR FOR " + t.select); !r) {
+    if (auto r = w.conn->exec("DECLARE walrelay_snapshot NO SCROLL CURSOR FOR " + t.plan.select);
+        !r) {
       if (is_dropped_table_error(r.error())) {
         spdlog::warn("snapshot: table {}.{} no longer exists; skipping it", p.schema, p.table);
         p.done = true;
@@ -234,7 +217,7 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
     w.cursor = true;
   }
   spdlog::info("snapshot: reading {}.{} (about {:.0f} rows{}{})", p.schema, p.table,
-               t.estimated_rows, t.key.empty() ? "" : ", in key order",
+               t.estimated_rows, t.plan.key.empty() ? "" : ", in key order",
                t.have_next_after ? ", resuming after " + std::to_string(p.rows) + " rows" : "");
   return true;
 }
@@ -249,24 +232,11 @@ void Snapshotter::read_chunk(Worker& w) {
   if (w.cursor) {
     sql = "FETCH FORWARD " + std::to_string(settings_.chunk_size) + " FROM walrelay_snapshot";
   } else {
-    sql = t.select;
+    sql = chunk_query(t.plan, t.have_next_after, settings_.chunk_size + 1);
     if (t.have_next_after) {
-      // Keyset pagination: a row comparison uses the key's btree order, as ORDER BY does.
-      std::string cols;
-      std::string args;
-      for (std::size_t i = 0; i < t.key.size(); ++i) {
-        cols += (i > 0 ? ", " : "") + replication::quote_ident(t.key[i]);
-        args += (i > 0 ? ", $" : "$") + std::to_string(i + 1);
-      }
-      sql += " WHERE (" + cols + ") > (" + args + ")";
       params = t.next_after;
-      types = t.key_types;
+      types = t.plan.key_types;
     }
-    sql += " ORDER BY ";
-    for (std::size_t i = 0; i < t.key.size(); ++i) {
-      sql += (i > 0 ? ", " : "") + replication::quote_ident(t.key[i]);
-    }
-    sql += " LIMIT " + std::to_string(settings_.chunk_size + 1);
   }
   w.waiting = true;
   Worker* wp = &w;
@@ -350,18 +320,11 @@ void Snapshotter::publish_rows(Worker& w) {
     c.rows = static_cast<std::uint64_t>(rows);
     c.produced = true;
     // The chunk's last key: where the next chunk starts, and what is saved once it is acked.
-    KeyText last;
-    for (std::size_t k : t.key_index) {
-      const int col = static_cast<int>(k);
-      if (PQgetisnull(w.result.get(), rows - 1, col) != 0) {
-        last.emplace_back(std::nullopt);
-      } else {
-        last.emplace_back(std::string(PQgetvalue(w.result.get(), rows - 1, col)));
-      }
-    }
+    row_values(w.result.get(), rows - 1);
+    KeyText last = key_of(t.plan, values_);
     c.last_key = last;
     t.next_after = std::move(last);
-    t.have_next_after = !t.key.empty();
+    t.have_next_after = !t.plan.key.empty();
   }
   w.result.reset();
   if (last_chunk) {
@@ -372,44 +335,29 @@ void Snapshotter::publish_rows(Worker& w) {
   advance(t);
 }
 
+void Snapshotter::row_values(const PGresult* res, int row) {
+  const int n = PQnfields(res);
+  values_.resize(static_cast<std::size_t>(n));
+  for (int c = 0; c < n; ++c) {
+    if (PQgetisnull(res, row, c) != 0) {
+      values_[static_cast<std::size_t>(c)] = std::nullopt;
+    } else {
+      values_[static_cast<std::size_t>(c)] = std::string_view(
+          PQgetvalue(res, row, c), static_cast<std::size_t>(PQgetlength(res, row, c)));
+    }
+  }
+}
+
 bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
   Table& t = *w.table;
   const TableProgress& p = *t.progress;
-  const auto& cols = t.shape->columns;
-  PGresult* res = w.result.get();
-  tokens_.clear();
-  token_ends_.clear();
-  for (std::size_t i = 0; i < cols.size(); ++i) {
-    const int c = static_cast<int>(i);
-    std::optional<std::string_view> text;
-    if (PQgetisnull(res, row, c) == 0) {
-      text = std::string_view(PQgetvalue(res, row, c),
-                              static_cast<std::size_t>(PQgetlength(res, row, c)));
-    }
-    if (!decoder::append_wal2json_value(tokens_, text, cols[i].type_oid, settings_.numerics)) {
-      fail(SnapshotFailure::kMapping, "snapshot of " + p.schema + "." + p.table + ": column " +
-                                          cols[i].name + " value '" + std::string(*text) +
-                                          "' is not a number");
-      return false;
-    }
-    token_ends_.push_back(tokens_.size());
-  }
-  name_json_.resize(cols.size());
-  change_.action = decoder::Action::kInsert;
-  change_.xid = progress_.xid;
-  change_.lsn = progress_.lsn;
-  change_.schema = p.schema;
-  change_.table = p.table;
-  change_.pk = t.pk;
-  change_.columns.resize(cols.size());
-  std::size_t begin = 0;
-  for (std::size_t i = 0; i < cols.size(); ++i) {
-    name_json_[i].clear();
-    json::append_string(name_json_[i], cols[i].name);
-    change_.columns[i] =
-        decoder::Column{cols[i].name, name_json_[i], cols[i].type_oid,
-                        std::string_view(tokens_).substr(begin, token_ends_[i] - begin)};
-    begin = token_ends_[i];
+  row_values(w.result.get(), row);
+  if (auto built = build_row_change(t.plan, values_, settings_.numerics, progress_.lsn,
+                                    progress_.xid, change_, tokens_);
+      !built) {
+    fail(SnapshotFailure::kMapping,
+         "snapshot of " + p.schema + "." + p.table + ": " + built.error());
+    return false;
   }
   // id: the snapshot's LSN, the table, the chunk and the row within it (the same when a chunk is
   // read again after a restart).
@@ -471,7 +419,7 @@ void Snapshotter::advance(Table& t) {
     p.rows += c.rows;
     p.chunks = c.number + 1;
     rows_total_ += c.rows;
-    if (!t.key.empty()) p.last_key = c.last_key;
+    if (!t.plan.key.empty()) p.last_key = c.last_key;
     t.chunks.pop_front();
     moved = true;
   }

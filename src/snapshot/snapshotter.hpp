@@ -12,6 +12,7 @@
 
 #include "snapshot/snapshot_connection.hpp"
 #include "snapshot/snapshot_progress.hpp"
+#include "snapshot/table_query.hpp"
 #include "walrelay/decoder/change.hpp"
 #include "walrelay/decoder/wal2json_value.hpp"
 #include "walrelay/router/event_router.hpp"
@@ -93,13 +94,8 @@ class Snapshotter {
   };
   struct Table {
     TableProgress* progress = nullptr;
-    const router::TableSchema* shape = nullptr;
-    std::vector<std::string> key;         // pagination columns (unique, in ORDER BY order)
-    std::vector<std::size_t> key_index;   // their positions in shape->columns
-    std::vector<unsigned int> key_types;  // their type OIDs (query parameters)
-    std::vector<std::string_view> pk;     // the Change's pk (primary key columns)
-    std::string select;                   // SELECT list and FROM
-    KeyText next_after;                   // last key read (the next chunk starts after it)
+    TableReadPlan plan;
+    KeyText next_after;  // last key read (the next chunk starts after it)
     bool have_next_after = false;
     std::deque<Chunk> chunks;  // read, not yet fully acknowledged
     std::uint64_t next_chunk = 0;
@@ -127,6 +123,8 @@ class Snapshotter {
   void on_chunk(Worker& w, std::expected<ResultPtr, std::string> result);
   void publish_rows(Worker& w);
   bool publish_row(Worker& w, int row, std::string_view marker);
+  /// Fills values_ with the texts of `row` of `res`.
+  void row_values(const PGresult* res, int row);
   void finish_table_read(Worker& w);
   void advance(Table& t);
   void check_done();
@@ -156,8 +154,7 @@ class Snapshotter {
   // Reused per row.
   decoder::Change change_;
   std::string tokens_;
-  std::vector<std::size_t> token_ends_;
-  std::vector<std::string> name_json_;
+  std::vector<std::optional<std::string_view>> values_;
   std::string id_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };

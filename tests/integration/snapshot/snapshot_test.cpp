@@ -219,13 +219,16 @@ TEST_F(SnapshotTest, SigkillDuringTheSnapshotResumesAtTheNextChunk) {
   ASSERT_LT(done_before_kill, kRows) << "the snapshot finished before the kill";
 
   proc.start();
-  const bool completed = proc.wait_for_log("snapshot: complete", 180s);
+  // The rest is read as an incremental snapshot while streaming, from the next chunk on.
+  const bool completed =
+      proc.wait_for_log("incremental snapshot: " + table("items") + " done", 180s);
   stop = true;
   writer.join();
   ASSERT_TRUE(completed) << proc.logs();
   EXPECT_NE(proc.stderr_text().find("resuming an interrupted snapshot"), std::string::npos)
       << proc.logs();
-  EXPECT_NE(proc.stderr_text().find("resuming after " + std::to_string(done_before_kill)),
+  EXPECT_NE(proc.stderr_text().find("resuming " + table("items") + " after " +
+                                    std::to_string(done_before_kill) + " rows"),
             std::string::npos)
       << proc.logs();
   ASSERT_TRUE(wait_slot_active(*pg_, name_)) << proc.logs();

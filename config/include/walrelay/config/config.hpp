@@ -166,6 +166,12 @@ struct SnapshotConfig {
   std::string mode = "initial";
   std::size_t chunk_size = 8192;  ///< rows per chunk (keyset pagination on the table's key)
   std::size_t parallelism = 1;    ///< tables read at once, one connection each
+  /// Tables captured by `tables` that the slot's snapshots never read (added to the configuration
+  /// later): "incremental" reads them while streaming (default), "never" leaves them.
+  std::string new_tables = "incremental";
+  /// Prefix of the logical messages carrying snapshot signals (Debezium's signal JSON), e.g.
+  /// `pg_logical_emit_message(true, 'walrelay-signal', '{"type":"execute-snapshot",...}')`.
+  std::string signal_prefix = "walrelay-signal";
 };
 
 struct LogConfig {

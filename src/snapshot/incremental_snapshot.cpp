@@ -1,0 +1,413 @@
+#include "snapshot/incremental_snapshot.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+
+#include "replication/replication_stream.hpp"
+
+namespace walrelay::snapshot {
+
+namespace asio = boost::asio;
+
+namespace {
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string window_key(std::string_view topic, std::string_view key) {
+  std::string k(topic);
+  k.push_back('\0');
+  k.append(key);
+  return k;
+}
+
+}  // namespace
+
+IncrementalSnapshot::IncrementalSnapshot(asio::any_io_executor executor, Settings settings,
+                                         router::EventRouter& router,
+                                         router::SchemaProvider& schemas,
+                                         SnapshotProgressStore& store, SnapshotProgress progress)
+    : executor_(std::move(executor)),
+      settings_(std::move(settings)),
+      router_(router),
+      schemas_(schemas),
+      store_(store),
+      progress_(std::move(progress)),
+      retry_timer_(executor_) {
+  for (const auto& t : progress_.tables) {
+    if (!t.done) {
+      spdlog::info("incremental snapshot: resuming {}.{} after {} rows", t.schema, t.table, t.rows);
+    }
+  }
+}
+
+IncrementalSnapshot::~IncrementalSnapshot() {
+  retry_timer_.cancel();
+  if (conn_) conn_->close();
+}
+
+bool IncrementalSnapshot::busy() const {
+  return phase_ != Phase::kIdle || next_table().has_value();
+}
+
+std::optional<std::size_t> IncrementalSnapshot::next_table() const {
+  for (std::size_t i = 0; i < progress_.tables.size(); ++i) {
+    if (!progress_.tables[i].done) return i;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> IncrementalSnapshot::execute(
+    const std::vector<std::pair<std::string, std::string>>& tables) {
+  std::vector<std::string> refused;
+  for (const auto& [schema, table] : tables) {
+    const std::string name = schema + "." + table;
+    if (router_.role_of(schema, table) != router::TableRole::kRowChange) {
+      refused.push_back(name +
+                        ": not a captured row-change table (check `tables`, `exclude`; outbox "
+                        "tables are never snapshotted)");
+      continue;
+    }
+    const router::TableSchema* shape = schemas_.table(schema, table, /*refresh=*/false);
+    if (shape == nullptr) {
+      refused.push_back(name + ": no such table");
+      continue;
+    }
+    auto plan = make_read_plan(*shape, router_.key_columns_of(schema, table));
+    if (!plan || plan->key.empty()) {
+      refused.push_back(name +
+                        ": has no primary key, so it cannot be read in chunks while streaming; "
+                        "set `key_columns` for it (unique columns)");
+      continue;
+    }
+    auto it = std::find_if(
+        progress_.tables.begin(), progress_.tables.end(),
+        [&](const TableProgress& t) { return t.schema == schema && t.table == table; });
+    if (it == progress_.tables.end()) {
+      progress_.tables.push_back(table_progress(schema, table));
+    } else if (!(phase_ != Phase::kIdle &&
+                 table_ == static_cast<std::size_t>(it - progress_.tables.begin()))) {
+      *it = table_progress(schema, table);  // starts over
+    } else {
+      refused.push_back(name + ": its snapshot is running");
+      continue;
+    }
+    spdlog::info("incremental snapshot of {} queued", name);
+  }
+  save();
+  asio::post(executor_, [this, alive = std::weak_ptr<int>(alive_)] {
+    if (!alive.expired()) kick();
+  });
+  return refused;
+}
+
+void IncrementalSnapshot::stop(const std::vector<std::pair<std::string, std::string>>& tables) {
+  for (std::size_t i = 0; i < progress_.tables.size(); ++i) {
+    auto& t = progress_.tables[i];
+    const bool listed = tables.empty() || std::any_of(tables.begin(), tables.end(), [&](auto& p) {
+                          return p.first == t.schema && p.second == t.table;
+                        });
+    if (!listed || t.done) continue;
+    t.done = true;
+    spdlog::info("incremental snapshot of {}.{} stopped after {} rows", t.schema, t.table, t.rows);
+    if (phase_ != Phase::kIdle && table_ == i) {
+      // The chunk in flight is dropped: its watermarks are ignored when they arrive.
+      phase_ = Phase::kIdle;
+      window_open_ = false;
+      chunk_id_.clear();
+      rows_.clear();
+    }
+  }
+  save();
+}
+
+bool IncrementalSnapshot::ensure_connected() {
+  if (conn_) return true;
+  conn_ = std::make_unique<SnapshotConnection>(executor_, settings_.conninfo,
+                                               settings_.application_name);
+  if (auto c = conn_->connect(); !c) {
+    conn_.reset();
+    retry_later(c.error());
+    return false;
+  }
+  return true;
+}
+
+void IncrementalSnapshot::retry_later(const std::string& why) {
+  spdlog::warn("incremental snapshot: {}; retrying in 1 s", why);
+  if (conn_) conn_->close();
+  conn_.reset();
+  phase_ = Phase::kIdle;
+  window_open_ = false;
+  chunk_id_.clear();
+  retry_timer_.expires_after(std::chrono::seconds(1));
+  retry_timer_.async_wait([this, alive = std::weak_ptr<int>(alive_)](auto ec) {
+    if (!ec && !alive.expired()) kick();
+  });
+}
+
+void IncrementalSnapshot::kick() {
+  if (phase_ == Phase::kIdle && next_table()) start_chunk();
+}
+
+void IncrementalSnapshot::start_chunk() {
+  if (!ensure_connected()) return;
+  table_ = *next_table();
+  TableProgress& t = progress_.tables[table_];
+  const router::TableSchema* shape = schemas_.table(t.schema, t.table, /*refresh=*/false);
+  auto plan = shape != nullptr ? make_read_plan(*shape, router_.key_columns_of(t.schema, t.table))
+                               : std::nullopt;
+  if (!plan || plan->key.empty()) {
+    spdlog::warn("incremental snapshot: {}.{} no longer exists or has no key; skipping it",
+                 t.schema, t.table);
+    t.done = true;
+    save();
+    kick();
+    return;
+  }
+  plan_ = std::move(*plan);
+  topic_ = router_.topic_of(t.schema, t.table);
+  if (t.rows == 0 && !t.last_key)
+    spdlog::info("incremental snapshot: reading {}.{}", t.schema, t.table);
+  chunk_id_ = std::to_string(::getpid()) + "-" + std::to_string(++chunk_counter_);
+  window_open_ = false;
+  window_keys_.clear();
+  rows_.clear();
+  // 1. The low watermark, committed before the chunk's SELECT starts.
+  if (auto r = conn_->exec("SELECT pg_logical_emit_message(true, " +
+                           replication::quote_literal(kWatermarkPrefix) + ", " +
+                           replication::quote_literal("low:" + chunk_id_) + ")");
+      !r) {
+    retry_later("cannot write the low watermark: " + r.error());
+    return;
+  }
+  phase_ = Phase::kReading;
+  std::vector<std::optional<std::string>> params;
+  std::vector<unsigned int> types;
+  if (t.last_key) {
+    params = *t.last_key;
+    types = plan_.key_types;
+  }
+  conn_->async_query(
+      chunk_query(plan_, t.last_key.has_value(), settings_.chunk_size), params, types,
+      [this, alive = std::weak_ptr<int>(alive_)](std::expected<ResultPtr, std::string> r) {
+        if (!alive.expired()) on_rows(std::move(r));
+      });
+}
+
+void IncrementalSnapshot::on_rows(std::expected<ResultPtr, std::string> result) {
+  if (phase_ != Phase::kReading) return;  // stopped meanwhile
+  if (!result) {
+    TableProgress& t = progress_.tables[table_];
+    if (result.error().find("does not exist") != std::string::npos) {
+      spdlog::warn("incremental snapshot: {}.{} was dropped ({}); nothing more of it is read",
+                   t.schema, t.table, result.error());
+      t.done = true;
+      phase_ = Phase::kIdle;
+      save();
+      kick();
+      return;
+    }
+    retry_later("chunk of " + t.schema + "." + t.table + " failed: " + result.error());
+    return;
+  }
+  PGresult* res = result->get();
+  const int n = PQntuples(res);
+  const int cols = PQnfields(res);
+  rows_.resize(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    auto& row = rows_[static_cast<std::size_t>(r)];
+    row.resize(static_cast<std::size_t>(cols));
+    for (int c = 0; c < cols; ++c) {
+      if (PQgetisnull(res, r, c) != 0) {
+        row[static_cast<std::size_t>(c)] = std::nullopt;
+      } else {
+        row[static_cast<std::size_t>(c)] =
+            std::string(PQgetvalue(res, r, c), static_cast<std::size_t>(PQgetlength(res, r, c)));
+      }
+    }
+  }
+  last_chunk_ = static_cast<std::size_t>(n) < settings_.chunk_size;
+  // 3. The high watermark, committed after the SELECT's result is complete.
+  if (auto w = conn_->exec("SELECT pg_logical_emit_message(true, " +
+                           replication::quote_literal(kWatermarkPrefix) + ", " +
+                           replication::quote_literal("high:" + chunk_id_) + ")");
+      !w) {
+    retry_later("cannot write the high watermark: " + w.error());
+    return;
+  }
+  phase_ = Phase::kWaitingHigh;
+}
+
+void IncrementalSnapshot::on_streamed(std::span<const Record> records) {
+  if (!window_open_) return;
+  for (const Record& r : records) {
+    if (r.key && r.topic == topic_) window_keys_.insert(window_key(r.topic, *r.key));
+  }
+}
+
+std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_watermark(
+    std::string_view content, Lsn lsn, std::uint64_t xid, Lsn txn_next_lsn) {
+  records_.clear();
+  const auto colon = content.find(':');
+  if (colon == std::string_view::npos || chunk_id_.empty() ||
+      content.substr(colon + 1) != chunk_id_) {
+    return std::span<const Record>();  // another chunk's (an earlier run's, or a stopped one)
+  }
+  if (content.substr(0, colon) == "low") {
+    window_open_ = true;
+    window_keys_.clear();
+    return std::span<const Record>();
+  }
+  if (content.substr(0, colon) != "high" || phase_ != Phase::kWaitingHigh) {
+    return std::span<const Record>();
+  }
+  // The chunk's rows that no streamed event of the window touched, as of the SELECT.
+  window_open_ = false;
+  TableProgress& t = progress_.tables[table_];
+  owned_.clear();
+  owned_.reserve(rows_.size());
+  std::vector<std::optional<std::string_view>> values;
+  const std::string chunk_no = std::to_string(t.chunks);
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    values.clear();
+    for (const auto& v : rows_[i]) {
+      values.push_back(v ? std::optional<std::string_view>(*v) : std::nullopt);
+    }
+    if (auto built = build_row_change(plan_, values, decoder::NumericTokens::kStrings, lsn, xid,
+                                      change_, tokens_);
+        !built) {
+      return std::unexpected("incremental snapshot of " + t.schema + "." + t.table + ": " +
+                             built.error());
+    }
+    const std::string id =
+        "incremental:" + t.schema + "." + t.table + ":" + chunk_no + ":" + std::to_string(i);
+    const router::SnapshotRead read{"incremental", id, now_ms()};
+    auto routed = router_.route_snapshot(change_, read);
+    if (!routed) return std::unexpected("incremental snapshot: " + routed.error().reason);
+    for (const Record& r : *routed) {
+      if (r.key && window_keys_.contains(window_key(r.topic, *r.key))) continue;
+      OwnedRecord o;
+      o.topic = r.topic;
+      o.has_key = r.key.has_value();
+      if (r.key) o.key = *r.key;
+      o.value = r.value.value_or("");
+      o.id = id;
+      o.ts = r.timestamp_ms;
+      owned_.push_back(std::move(o));
+    }
+  }
+  headers_.resize(owned_.size());
+  for (std::size_t i = 0; i < owned_.size(); ++i) {
+    const OwnedRecord& o = owned_[i];
+    headers_[i] = {Header{"id", o.id}};
+    records_.push_back(
+        Record{o.topic, o.has_key ? std::optional<std::string_view>(o.key) : std::nullopt,
+               std::string_view(o.value), std::span<const Header>(headers_[i]), o.ts});
+  }
+  Pending p;
+  p.next_lsn = txn_next_lsn;
+  p.table = table_;
+  p.rows = rows_.size();
+  p.done = last_chunk_;
+  if (!rows_.empty()) {
+    values.clear();
+    for (const auto& v : rows_.back()) {
+      values.push_back(v ? std::optional<std::string_view>(*v) : std::nullopt);
+    }
+    p.last_key = key_of(plan_, values);
+  } else if (t.last_key) {
+    p.last_key = *t.last_key;
+  }
+  // The next chunk starts after this one in memory; the durable position moves once Kafka has
+  // this one (on_flushed).
+  t.last_key = p.last_key.empty() && !t.last_key ? std::nullopt : std::optional(p.last_key);
+  ++t.chunks;
+  if (last_chunk_) {
+    t.done = true;
+    spdlog::info("incremental snapshot: {}.{} read ({} chunks); done once Kafka has it", t.schema,
+                 t.table, t.chunks);
+  }
+  pending_.push_back(std::move(p));
+  rows_.clear();
+  chunk_id_.clear();
+  phase_ = Phase::kIdle;
+  asio::post(executor_, [this, alive = std::weak_ptr<int>(alive_)] {
+    if (!alive.expired()) kick();
+  });
+  return std::span<const Record>(records_);
+}
+
+void IncrementalSnapshot::on_flushed(Lsn flush) {
+  if (pending_.empty() || pending_.front().next_lsn > flush) return;
+  SnapshotProgress durable;
+  // What is written is the position Kafka has confirmed: load the file's view and apply the
+  // confirmed chunks to it.
+  auto loaded = store_.load();
+  if (loaded && *loaded) durable = std::move(**loaded);
+  durable.slot = progress_.slot;
+  while (!pending_.empty() && pending_.front().next_lsn <= flush) {
+    const Pending& p = pending_.front();
+    const TableProgress& live = progress_.tables[p.table];
+    auto it = std::find_if(durable.tables.begin(), durable.tables.end(), [&](auto& d) {
+      return d.schema == live.schema && d.table == live.table;
+    });
+    if (it == durable.tables.end()) {
+      durable.tables.push_back(table_progress(live.schema, live.table));
+      it = durable.tables.end() - 1;
+    }
+    if (!p.last_key.empty()) it->last_key = p.last_key;
+    it->rows += p.rows;
+    ++it->chunks;
+    if (p.done) {
+      it->done = true;
+      spdlog::info("incremental snapshot: {}.{} done: {} rows", it->schema, it->table, it->rows);
+    }
+    pending_.pop_front();
+  }
+  // Tables queued or stopped since are taken from the live view.
+  for (const auto& live : progress_.tables) {
+    auto it = std::find_if(durable.tables.begin(), durable.tables.end(), [&](auto& d) {
+      return d.schema == live.schema && d.table == live.table;
+    });
+    if (it == durable.tables.end()) {
+      durable.tables.push_back(table_progress(live.schema, live.table, live.done));
+    } else if (live.done && live.rows == 0 && !live.last_key) {
+      it->done = true;  // stopped
+    }
+  }
+  if (auto saved = store_.save(durable); !saved) {
+    spdlog::warn("incremental snapshot: cannot save progress: {}", saved.error());
+  }
+}
+
+void IncrementalSnapshot::save() {
+  // Queue changes (new tables, stops) are saved at once; positions only when confirmed.
+  SnapshotProgress durable;
+  auto loaded = store_.load();
+  if (loaded && *loaded) durable = std::move(**loaded);
+  durable.slot = progress_.slot;
+  for (const auto& live : progress_.tables) {
+    auto it = std::find_if(durable.tables.begin(), durable.tables.end(), [&](auto& d) {
+      return d.schema == live.schema && d.table == live.table;
+    });
+    if (it == durable.tables.end()) {
+      durable.tables.push_back(table_progress(live.schema, live.table, live.done));
+    } else if (live.rows == 0 && !live.last_key && live.chunks == 0) {
+      *it = table_progress(live.schema, live.table, live.done);  // queued again, or stopped
+    } else if (live.done && !it->done && pending_.empty()) {
+      it->done = true;
+    }
+  }
+  if (auto saved = store_.save(durable); !saved) {
+    spdlog::warn("incremental snapshot: cannot save progress: {}", saved.error());
+  }
+}
+
+}  // namespace walrelay::snapshot

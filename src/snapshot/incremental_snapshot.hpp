@@ -1,0 +1,138 @@
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <deque>
+#include <expected>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "snapshot/snapshot_connection.hpp"
+#include "snapshot/snapshot_progress.hpp"
+#include "snapshot/table_query.hpp"
+#include "walrelay/core/record.hpp"
+#include "walrelay/router/event_router.hpp"
+
+namespace walrelay::snapshot {
+
+/// Backfills tables while the slot streams, chunk by chunk, with the watermark algorithm of
+/// Netflix's DBLog (Andreas Andreakis, Ioannis Papapanagiotou, "DBLog: A Watermark Based
+/// Change-Data- Capture Framework", 2020), as Debezium's incremental snapshots do:
+///
+/// 1. a low watermark: a transactional logical message (prefix `kWatermarkPrefix`) is committed;
+/// 2. the chunk is read (`SELECT … WHERE key > last ORDER BY key LIMIT n`, its own short
+///    transaction, so vacuum is never held back for the snapshot's duration);
+/// 3. a high watermark is committed.
+///
+/// When the stream reaches the low watermark, the keys of every streamed event of the table are
+/// remembered; when it reaches the high watermark, the chunk's rows whose keys were streamed in
+/// between are dropped (the stream already carried a newer state) and the rest are published as
+/// `op: "r"` events (source.snapshot "incremental") inside the high watermark's transaction: they
+/// share its acknowledgement tracking, and the slot moves past it only once Kafka has them. A
+/// table's progress (last key of the last chunk whose transaction was confirmed) is saved in
+/// `<state dir>/<slot>.incremental`, so a restart resumes at the next chunk. Watermarks are never
+/// published.
+///
+/// Memory: one chunk of rows and the keys streamed during one window. Owned by the connector;
+/// every call on the io_context thread.
+class IncrementalSnapshot {
+ public:
+  static constexpr const char* kWatermarkPrefix = "walrelay-watermark";
+
+  struct Settings {
+    std::string conninfo;
+    std::string application_name;
+    std::size_t chunk_size = 8192;
+  };
+
+  /// `progress` holds the queued tables and their positions (from `store`, or empty).
+  IncrementalSnapshot(boost::asio::any_io_executor executor, Settings settings,
+                      router::EventRouter& router, router::SchemaProvider& schemas,
+                      SnapshotProgressStore& store, SnapshotProgress progress);
+  ~IncrementalSnapshot();
+  IncrementalSnapshot(const IncrementalSnapshot&) = delete;
+  IncrementalSnapshot& operator=(const IncrementalSnapshot&) = delete;
+
+  /// Queues `names` (`schema.table`, quoted parts allowed as in `tables`) for a snapshot. A table
+  /// already queued starts over. Returns one message per table that was refused: unknown or not
+  /// a captured row-change table, or without any key (incremental chunks need one: `key_columns`).
+  std::vector<std::string> execute(const std::vector<std::pair<std::string, std::string>>& tables);
+  /// Stops the snapshot of `tables` (every table when empty); rows published stay.
+  void stop(const std::vector<std::pair<std::string, std::string>>& tables);
+
+  /// Starts the next chunk when none is in progress and a table is queued.
+  void kick();
+
+  /// A watermark message of the stream (its content, LSN and transaction). Returns the records to
+  /// publish here (after the high watermark of the chunk in progress: its remaining rows; otherwise
+  /// none). They stay valid until the next call. Error: a row that cannot be mapped.
+  std::expected<std::span<const Record>, std::string> on_watermark(std::string_view content,
+                                                                   Lsn lsn, std::uint64_t xid,
+                                                                   Lsn txn_next_lsn);
+  /// Records of a streamed change: while a window is open, their keys are remembered.
+  void on_streamed(std::span<const Record> records);
+  /// The slot's confirmed position moved: progress of chunks confirmed by it is saved.
+  void on_flushed(Lsn flush);
+
+  [[nodiscard]] bool window_open() const { return window_open_; }
+  [[nodiscard]] bool busy() const;
+
+ private:
+  enum class Phase : std::uint8_t { kIdle, kReading, kWaitingHigh };
+  struct Pending {
+    Lsn next_lsn;
+    std::size_t table = 0;
+    KeyText last_key;
+    std::uint64_t rows = 0;
+    bool done = false;
+  };
+  struct OwnedRecord {
+    std::string topic;
+    std::string key;
+    std::string value;
+    std::string id;
+    bool has_key = false;
+    std::int64_t ts = 0;
+  };
+
+  void start_chunk();
+  void on_rows(std::expected<ResultPtr, std::string> result);
+  void retry_later(const std::string& why);
+  void save();
+  bool ensure_connected();
+  std::optional<std::size_t> next_table() const;
+
+  boost::asio::any_io_executor executor_;
+  Settings settings_;
+  router::EventRouter& router_;
+  router::SchemaProvider& schemas_;
+  SnapshotProgressStore& store_;
+  SnapshotProgress progress_;
+  std::unique_ptr<SnapshotConnection> conn_;
+  boost::asio::steady_timer retry_timer_;
+
+  Phase phase_ = Phase::kIdle;
+  std::size_t table_ = 0;  // the table of the chunk in progress
+  TableReadPlan plan_;
+  std::string chunk_id_;
+  std::uint64_t chunk_counter_ = 0;
+  bool window_open_ = false;
+  std::string topic_;  // the table's topic (window key matching)
+  std::unordered_set<std::string> window_keys_;
+  std::vector<std::vector<std::optional<std::string>>> rows_;
+  bool last_chunk_ = false;
+  std::deque<Pending> pending_;
+  std::vector<OwnedRecord> owned_;
+  std::vector<std::vector<Header>> headers_;
+  std::vector<Record> records_;
+  decoder::Change change_;
+  std::string tokens_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+}  // namespace walrelay::snapshot

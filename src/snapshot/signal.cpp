@@ -1,0 +1,74 @@
+#include "snapshot/signal.hpp"
+
+#include <simdjson.h>
+#include <strings.h>
+
+#include "walrelay/core/json.hpp"
+
+namespace walrelay::snapshot {
+
+std::expected<Signal, std::string> parse_signal(std::string_view json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS) {
+    return std::unexpected("not a JSON document");
+  }
+  std::string_view type;
+  if (doc["type"].get(type) != simdjson::SUCCESS) {
+    return std::unexpected("`type` is missing or not a string");
+  }
+  Signal s;
+  if (type == "execute-snapshot") {
+    s.kind = Signal::Kind::kExecute;
+  } else if (type == "stop-snapshot") {
+    s.kind = Signal::Kind::kStop;
+  } else {
+    return std::unexpected("`type` " + std::string(type) +
+                           " is not execute-snapshot or stop-snapshot");
+  }
+  simdjson::dom::element data;
+  const bool has_data = doc["data"].get(data) == simdjson::SUCCESS;
+  if (has_data) {
+    std::string_view kind;
+    if (auto k = data["type"]; k.error() == simdjson::SUCCESS) {
+      if (k.get(kind) != simdjson::SUCCESS) return std::unexpected("`data.type` is not a string");
+      if (::strncasecmp(std::string(kind).c_str(), "incremental", 12) != 0) {
+        return std::unexpected("`data.type` " + std::string(kind) +
+                               " is not supported (only incremental snapshots run while "
+                               "streaming)");
+      }
+    }
+    simdjson::dom::array collections;
+    if (auto c = data["data-collections"]; c.error() == simdjson::SUCCESS) {
+      if (c.get(collections) != simdjson::SUCCESS) {
+        return std::unexpected("`data.data-collections` is not an array");
+      }
+      for (auto item : collections) {
+        std::string_view name;
+        if (item.get(name) != simdjson::SUCCESS) {
+          return std::unexpected("`data.data-collections` holds something other than a string");
+        }
+        s.tables.emplace_back(name);
+      }
+    }
+  }
+  if (s.kind == Signal::Kind::kExecute && s.tables.empty()) {
+    return std::unexpected(
+        "execute-snapshot needs `data.data-collections` with at least one table");
+  }
+  return s;
+}
+
+std::string signal_json(const Signal& signal) {
+  std::string out = "{\"type\":";
+  out += signal.kind == Signal::Kind::kExecute ? "\"execute-snapshot\"" : "\"stop-snapshot\"";
+  out += ",\"data\":{\"data-collections\":[";
+  for (std::size_t i = 0; i < signal.tables.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    json::append_string(out, signal.tables[i]);
+  }
+  out += "],\"type\":\"incremental\"}}";
+  return out;
+}
+
+}  // namespace walrelay::snapshot

@@ -1,0 +1,102 @@
+#include "snapshot/table_query.hpp"
+
+#include "replication/replication_stream.hpp"
+#include "walrelay/core/json.hpp"
+
+namespace walrelay::snapshot {
+
+std::optional<TableReadPlan> make_read_plan(const router::TableSchema& shape,
+                                            const std::vector<std::string>& fallback_key) {
+  TableReadPlan plan;
+  plan.shape = &shape;
+  plan.key = shape.primary_key.empty() ? fallback_key : shape.primary_key;
+  for (const auto& k : plan.key) {
+    const router::ColumnInfo* found = nullptr;
+    for (std::size_t i = 0; i < shape.columns.size(); ++i) {
+      if (shape.columns[i].name == k) {
+        plan.key_index.push_back(i);
+        found = &shape.columns[i];
+      }
+    }
+    if (found == nullptr) return std::nullopt;
+    plan.key_types.push_back(found->type_oid);
+  }
+  for (const auto& k : shape.primary_key) plan.pk.emplace_back(k);
+  for (const auto& c : shape.columns) {
+    plan.name_json.emplace_back();
+    json::append_string(plan.name_json.back(), c.name);
+  }
+  plan.select = "SELECT ";
+  for (std::size_t i = 0; i < shape.columns.size(); ++i) {
+    if (i > 0) plan.select += ", ";
+    plan.select += replication::quote_ident(shape.columns[i].name);
+  }
+  plan.select += " FROM " + replication::quote_ident(shape.schema) + "." +
+                 replication::quote_ident(shape.table);
+  return plan;
+}
+
+std::string chunk_query(const TableReadPlan& plan, bool after_key, std::size_t limit) {
+  std::string sql = plan.select;
+  std::string cols;
+  for (std::size_t i = 0; i < plan.key.size(); ++i) {
+    cols += (i > 0 ? ", " : "") + replication::quote_ident(plan.key[i]);
+  }
+  if (after_key) {
+    std::string args;
+    for (std::size_t i = 0; i < plan.key.size(); ++i) {
+      args += (i > 0 ? ", $" : "$") + std::to_string(i + 1);
+    }
+    sql += " WHERE (" + cols + ") > (" + args + ")";
+  }
+  sql += " ORDER BY " + cols + " LIMIT " + std::to_string(limit);
+  return sql;
+}
+
+std::expected<void, std::string> build_row_change(
+    const TableReadPlan& plan, std::span<const std::optional<std::string_view>> values,
+    decoder::NumericTokens numerics, Lsn lsn, std::uint64_t xid, decoder::Change& change,
+    std::string& tokens) {
+  const auto& cols = plan.shape->columns;
+  tokens.clear();
+  // Token end offsets first (the buffer may grow), views after.
+  thread_local std::vector<std::size_t> ends;
+  ends.clear();
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    if (!decoder::append_wal2json_value(tokens, values[i], cols[i].type_oid, numerics)) {
+      return std::unexpected("column " + cols[i].name + " value '" + std::string(*values[i]) +
+                             "' is not a number");
+    }
+    ends.push_back(tokens.size());
+  }
+  change.action = decoder::Action::kInsert;
+  change.xid = xid;
+  change.lsn = lsn;
+  change.schema = plan.shape->schema;
+  change.table = plan.shape->table;
+  change.pk = plan.pk;
+  change.identity.clear();
+  change.columns.resize(cols.size());
+  std::size_t begin = 0;
+  const std::string_view all(tokens);
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    change.columns[i] = decoder::Column{cols[i].name, plan.name_json[i], cols[i].type_oid,
+                                        all.substr(begin, ends[i] - begin)};
+    begin = ends[i];
+  }
+  return {};
+}
+
+KeyText key_of(const TableReadPlan& plan, std::span<const std::optional<std::string_view>> values) {
+  KeyText key;
+  for (std::size_t k : plan.key_index) {
+    if (values[k]) {
+      key.emplace_back(std::string(*values[k]));
+    } else {
+      key.emplace_back(std::nullopt);
+    }
+  }
+  return key;
+}
+
+}  // namespace walrelay::snapshot

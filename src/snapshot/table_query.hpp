@@ -1,0 +1,53 @@
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "snapshot/snapshot_progress.hpp"
+#include "walrelay/core/lsn.hpp"
+#include "walrelay/decoder/change.hpp"
+#include "walrelay/decoder/wal2json_value.hpp"
+#include "walrelay/router/table_schema.hpp"
+
+namespace walrelay::snapshot {
+
+/// How one table is read in chunks: its columns (the catalog's shape, attnum order, as wal2json
+/// prints them) and the key it is paginated on, in ORDER BY order.
+struct TableReadPlan {
+  const router::TableSchema* shape = nullptr;
+  std::vector<std::string> key;         ///< pagination columns (unique); empty: no chunking
+  std::vector<std::size_t> key_index;   ///< their positions in shape->columns
+  std::vector<unsigned int> key_types;  ///< their type OIDs (typed query parameters)
+  std::vector<std::string_view> pk;     ///< the Change's pk: the primary key columns
+  std::vector<std::string> name_json;   ///< column names as JSON string tokens
+  std::string select;                   ///< `SELECT <columns> FROM <table>`
+};
+
+/// The plan for `shape`: paginated on its primary key, else on `fallback_key` (key_columns or the
+/// REPLICA IDENTITY index). nullopt when a key column is not a column of the table.
+std::optional<TableReadPlan> make_read_plan(const router::TableSchema& shape,
+                                            const std::vector<std::string>& fallback_key);
+
+/// The keyset query for the next chunk: rows after `$1..$n` (the last key read, when
+/// `after_key`) in key order, at most `limit` rows. A row comparison uses the key's btree order,
+/// as ORDER BY does (PostgreSQL docs §9.24.5 "Row Constructor Comparison").
+std::string chunk_query(const TableReadPlan& plan, bool after_key, std::size_t limit);
+
+/// Turns one row (value texts in column order, nullopt = SQL NULL) into the `Change` a wal2json
+/// INSERT of it would decode to: the same column names, type OIDs and value tokens, `pk` from
+/// the plan. `tokens` is the caller's reused buffer that the Change points into (with the plan).
+/// Error: a numeric column whose text is not a number (names the column).
+std::expected<void, std::string> build_row_change(
+    const TableReadPlan& plan, std::span<const std::optional<std::string_view>> values,
+    decoder::NumericTokens numerics, Lsn lsn, std::uint64_t xid, decoder::Change& change,
+    std::string& tokens);
+
+/// The key's values of a row, as text (for the progress record and the next chunk's parameters).
+KeyText key_of(const TableReadPlan& plan, std::span<const std::optional<std::string_view>> values);
+
+}  // namespace walrelay::snapshot
