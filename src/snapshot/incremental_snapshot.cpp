@@ -173,6 +173,7 @@ void IncrementalSnapshot::start_chunk() {
   }
   plan_ = std::move(*plan);
   topic_ = router_.topic_of(t.schema, t.table);
+  if (t.chunks == 0) superseded_ = 0;
   if (t.rows == 0 && !t.last_key)
     spdlog::info("incremental snapshot: reading {}.{}", t.schema, t.table);
   chunk_id_ = std::to_string(::getpid()) + "-" + std::to_string(++chunk_counter_);
@@ -292,7 +293,10 @@ std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_wate
     auto routed = router_.route_snapshot(change_, read);
     if (!routed) return std::unexpected("incremental snapshot: " + routed.error().reason);
     for (const Record& r : *routed) {
-      if (r.key && window_keys_.contains(window_key(r.topic, *r.key))) continue;
+      if (r.key && window_keys_.contains(window_key(r.topic, *r.key))) {
+        ++superseded_;
+        continue;
+      }
       OwnedRecord o;
       o.topic = r.topic;
       o.has_key = r.key.has_value();
@@ -331,8 +335,11 @@ std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_wate
   ++t.chunks;
   if (last_chunk_) {
     t.done = true;
-    spdlog::info("incremental snapshot: {}.{} read ({} chunks); done once Kafka has it", t.schema,
-                 t.table, t.chunks);
+    spdlog::info(
+        "incremental snapshot: {}.{} read ({} chunks, {} rows superseded by streamed changes); "
+        "done once Kafka has it",
+        t.schema, t.table, t.chunks, superseded_);
+    superseded_ = 0;
   }
   pending_.push_back(std::move(p));
   rows_.clear();

@@ -124,6 +124,7 @@ class IncrementalSnapshot {
   bool window_open_ = false;
   std::string topic_;  // the table's topic (window key matching)
   std::unordered_set<std::string> window_keys_;
+  std::uint64_t superseded_ = 0;  // rows of the current table dropped for a streamed change
   std::vector<std::vector<std::optional<std::string>>> rows_;
   bool last_chunk_ = false;
   std::deque<Pending> pending_;

@@ -365,5 +365,185 @@ TEST_F(SnapshotTest, ModeNeverPublishesNoRowsAndInitialOnlyKeepsNoSlot) {
             "0");
 }
 
+// ---- incremental snapshots (while streaming) ------------------------------------------------
+
+// A writer without pauses: many changes fall between a chunk's watermarks.
+void hammer(const std::string& conninfo, const std::string& t, std::size_t initial,
+            std::atomic<bool>& stop, std::atomic<std::size_t>& ops) {
+  Pg pg(conninfo);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<std::size_t> pick(1, initial);
+  std::size_t next_id = 2'000'000;
+  while (!stop.load()) {
+    const std::string id = std::to_string(pick(rng));
+    switch (ops.load() % 4) {
+      case 0:
+        pg.exec("UPDATE " + t + " SET v = v + 1, t = 'hot' WHERE id = " + id);
+        break;
+      case 1:
+        pg.exec("UPDATE " + t + " SET id = " + std::to_string(next_id++) + " WHERE id = " + id);
+        break;
+      case 2:
+        pg.exec("DELETE FROM " + t + " WHERE id = " + id);
+        break;
+      default:
+        pg.exec("INSERT INTO " + t + " VALUES (" + id + ", 0, 'back') ON CONFLICT DO NOTHING");
+        break;
+    }
+    ++ops;
+  }
+}
+
+TEST_F(SnapshotTest,
+       IncrementalSnapshotUnderConcurrentWritesEqualsTheTableWithoutLongTransactions) {
+  constexpr std::size_t kRows = 4000;
+  create_rows_table("hot", kRows);
+  auto cfg = make_config({{table("hot")}});  // mode never: nothing read at start
+  cfg.snapshot_lines = "  chunk_size: 250\n";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> ops{0};
+  std::thread writer(hammer, env_.pg_conninfo, table("hot"), kRows, std::ref(stop), std::ref(ops));
+  const std::string xid_before = pg_->value("SELECT txid_current()::text");
+  WalrelayProcess signal(cfg.to_yaml(), "walrelay snapshot");
+  signal.start({"snapshot", "--config", signal.config_path().string(), "--table", table("hot")});
+  EXPECT_EQ(signal.wait_exit(30s), 0) << signal.logs();
+  // The snapshot connection holds a snapshot only while it reads a chunk: sample its xmin age.
+  long max_age = 0;
+  const bool done = wait_until(
+      [&] {
+        const auto age = pg_->scalar(
+            "SELECT max(age(backend_xmin))::text FROM pg_stat_activity WHERE application_name "
+            "LIKE " +
+            sql_literal("walrelay-snapshot-" + name_.substr(0, 40) + "%"));
+        if (age) max_age = std::max(max_age, std::stol(*age));
+        return proc.stderr_text().find("incremental snapshot: " + table("hot") + " done") !=
+               std::string::npos;
+      },
+      120s);
+  stop = true;
+  writer.join();
+  ASSERT_TRUE(done) << proc.logs();
+  const long xids = std::stol(pg_->value("SELECT (txid_current() - " + xid_before + ")::text"));
+  EXPECT_GT(xids, 1000) << "the writer was too slow to test anything";
+  EXPECT_LT(max_age, xids / 4) << "a snapshot transaction was held open while the table was read";
+  // Changes of keys inside a chunk between its watermarks replaced those rows of the chunk.
+  std::smatch m;
+  const std::string log = proc.stderr_text();
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("([0-9]+) rows superseded by streamed changes")))
+      << proc.logs();
+  EXPECT_GT(std::stoul(m[1]), 0u) << proc.logs();
+  ASSERT_TRUE(wait_caught_up(name_)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  expect_topic_equals_table("hot");
+  for (const auto& r : kafka_->read_all({topic("hot")}, 60s)) {
+    if (r.value && json_string_at(*r.value, "/op") == "r") {
+      EXPECT_EQ(json_string_at(*r.value, "/source/snapshot"), "incremental");
+      break;
+    }
+  }
+}
+
+TEST_F(SnapshotTest, SigkillDuringAnIncrementalSnapshotResumesAtTheNextChunk) {
+  constexpr std::size_t kRows = 100'000;
+  create_rows_table("items", kRows);
+  auto cfg = make_config({{table("items")}});
+  cfg.snapshot_lines = "  chunk_size: 500\n";
+  const std::filesystem::path progress_file =
+      std::filesystem::path(cfg.state_dir) / (cfg.slot + ".incremental");
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> ops{0};
+  std::thread writer(write_until, env_.pg_conninfo, table("items"), kRows, std::ref(stop),
+                     std::ref(ops));
+  pg_->exec(
+      "SELECT pg_logical_emit_message(true, 'walrelay-signal', "
+      "'{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
+      table("items") + "\"],\"type\":\"incremental\"}}')");
+  auto rows_done = [&]() -> std::size_t {
+    std::ifstream in(progress_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::smatch m;
+    const std::string s = text.str();
+    if (std::regex_search(s, m, std::regex("rows: ([0-9]+)"))) return std::stoul(m[1]);
+    return 0;
+  };
+  const bool partway = wait_until([&] { return rows_done() >= kRows / 4; }, 120s);
+  proc.kill();
+  ASSERT_TRUE(partway) << proc.logs();
+  const std::size_t done_before_kill = rows_done();
+  ASSERT_LT(done_before_kill, kRows) << "the snapshot finished before the kill";
+  proc.start();
+  const bool completed =
+      proc.wait_for_log("incremental snapshot: " + table("items") + " done", 180s);
+  stop = true;
+  writer.join();
+  ASSERT_TRUE(completed) << proc.logs();
+  EXPECT_NE(proc.stderr_text().find("resuming " + table("items") + " after " +
+                                    std::to_string(done_before_kill) + " rows"),
+            std::string::npos)
+      << proc.logs();
+  ASSERT_TRUE(wait_caught_up(name_)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  expect_topic_equals_table("items");
+  std::size_t reads = 0;
+  for (const auto& r : kafka_->read_all({topic("items")}, 120s)) {
+    if (r.value && json_string_at(*r.value, "/op") == "r") ++reads;
+  }
+  EXPECT_LT(reads, kRows + kRows / 4) << "far more reads than rows: the snapshot started over";
+}
+
+TEST_F(SnapshotTest, BadSignalsAreReportedAndChangeNothing) {
+  create_rows_table("items", 10);
+  pg_->exec("CREATE TABLE " + table("nokey") + " (a int, b text)");
+  pg_->exec("INSERT INTO " + table("nokey") + " VALUES (1, 'x')");
+  WalrelayProcess proc(make_config({{table("items")}, {table("nokey")}}).to_yaml());
+  start_streaming(proc, name_);
+  auto emit = [&](const std::string& json) {
+    pg_->exec("SELECT pg_logical_emit_message(true, 'walrelay-signal', " + sql_literal(json) + ")");
+  };
+  emit("{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"public.nope\"]}}");
+  emit("{\"type\":\"execute-snapshot\",\"data\":");
+  emit("{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" + table("nokey") +
+       "\"],\"type\":\"incremental\"}}");
+  emit("{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" + table("items") +
+       "\"],\"type\":\"blocking\"}}");
+  EXPECT_TRUE(proc.wait_for_log("public.nope: not a captured row-change table")) << proc.logs();
+  EXPECT_TRUE(proc.wait_for_log("not a JSON document")) << proc.logs();
+  EXPECT_TRUE(proc.wait_for_log("set `key_columns` for it")) << proc.logs();
+  EXPECT_TRUE(proc.wait_for_log("`data.type` blocking is not supported")) << proc.logs();
+  // Still streaming, and nothing was read.
+  pg_->exec("UPDATE " + table("items") + " SET v = 99 WHERE id = 1");
+  const auto recs = kafka_->read_at_least({topic("items")}, 1);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  ASSERT_EQ(recs.size(), 1u) << describe(recs);
+  EXPECT_EQ(json_string_at(*recs[0].value, "/op"), "u");
+  EXPECT_TRUE(kafka_->read_all({topic("nokey")}).empty());
+}
+
+TEST_F(SnapshotTest, ATableAddedToTheConfigurationIsReadWhileStreaming) {
+  create_rows_table("first", 5);
+  auto cfg = snapshot_config({{table("first")}});
+  {
+    WalrelayProcess proc(cfg.to_yaml());
+    start_streaming(proc, name_);
+    ASSERT_EQ(kafka_->read_at_least({topic("first")}, 5).size(), 5u);
+    ASSERT_TRUE(stop_gracefully(proc, name_));
+  }
+  create_rows_table("second", 7);
+  cfg.tables.emplace_back(table("second"));
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  const auto second = kafka_->read_at_least({topic("second")}, 7);
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("second") + " done"))
+      << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(second.size(), 7u) << describe(second);
+  EXPECT_EQ(kafka_->read_all({topic("first")}).size(), 5u) << "the first table was read again";
+}
+
 }  // namespace
 }  // namespace walrelay::itest
