@@ -109,25 +109,40 @@ bool Snapshotter::open_worker(Worker& w) {
     fail(SnapshotFailure::kRetry, c.error());
     return false;
   }
-  if (!exported_.empty()) {
-    // Every connection sees the slot's consistent point (PostgreSQL docs §9.27.5).
-    for (const std::string& sql :
-         {std::string("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"),
-          "SET TRANSACTION SNAPSHOT " + replication::quote_literal(exported_)}) {
-      if (auto r = w.conn->exec(sql); !r) {
-        fail(SnapshotFailure::kRetry, "cannot import the slot's snapshot: " + r.error());
-        return false;
-      }
+  if (!exported_.empty() && progress_.xid == 0) {
+    if (!begin_read(w)) return false;
+    if (auto r = w.conn->exec("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint");
+        r && PQntuples(r->get()) == 1) {
+      progress_.xid = std::strtoull(PQgetvalue(r->get(), 0, 0), nullptr, 10);
     }
-    w.in_txn = true;
-    if (progress_.xid == 0) {
-      if (auto r = w.conn->exec("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint");
-          r && PQntuples(r->get()) == 1) {
-        progress_.xid = std::strtoull(PQgetvalue(r->get(), 0, 0), nullptr, 10);
-      }
-    }
+    end_read(w);
   }
   return true;
+}
+
+bool Snapshotter::begin_read(Worker& w) {
+  if (w.in_txn) return true;
+  // Every read sees the slot's consistent point (PostgreSQL docs §9.27.5); each chunk is its own
+  // transaction, so the table locks it takes (ACCESS SHARE) last one chunk, not the snapshot:
+  // DDL on a table that was read is not blocked for the rest of the snapshot.
+  std::vector<std::string> sql = {"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"};
+  if (!exported_.empty()) {
+    sql.push_back("SET TRANSACTION SNAPSHOT " + replication::quote_literal(exported_));
+  }
+  for (const auto& statement : sql) {
+    if (auto r = w.conn->exec(statement); !r) {
+      fail(SnapshotFailure::kRetry, "cannot start a snapshot read: " + r.error());
+      return false;
+    }
+  }
+  w.in_txn = true;
+  return true;
+}
+
+void Snapshotter::end_read(Worker& w) {
+  if (!w.in_txn || !w.conn) return;
+  (void)w.conn->exec("COMMIT");
+  w.in_txn = false;
 }
 
 void Snapshotter::next_table(Worker& w) {
@@ -141,12 +156,7 @@ void Snapshotter::next_table(Worker& w) {
     }
     if (pick == nullptr) {
       w.table = nullptr;
-      // Nothing left for this connection: end its transaction (the exported snapshot's xmin
-      // stops holding back vacuum once every reader is done).
-      if (w.in_txn && w.conn) {
-        (void)w.conn->exec("COMMIT");
-        w.in_txn = false;
-      }
+      end_read(w);
       return;
     }
     pick->assigned = true;
@@ -195,13 +205,8 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
       spdlog::warn("snapshot: {}.{} was partly read before a restart: reading it again", p.schema,
                    p.table);
     }
-    if (!w.in_txn) {
-      if (auto r = w.conn->exec("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"); !r) {
-        fail(SnapshotFailure::kRetry, r.error());
-        return false;
-      }
-      w.in_txn = true;
-    }
+    // A cursor lives in one transaction: the whole table is read in it.
+    if (!begin_read(w)) return false;
     if (auto r = w.conn->exec("DECLARE walrelay_snapshot NO SCROLL CURSOR FOR " + t.plan.select);
         !r) {
       if (is_dropped_table_error(r.error())) {
@@ -238,6 +243,7 @@ void Snapshotter::read_chunk(Worker& w) {
       types = t.plan.key_types;
     }
   }
+  if (!w.cursor && !begin_read(w)) return;
   w.waiting = true;
   Worker* wp = &w;
   w.conn->async_query(
@@ -245,6 +251,7 @@ void Snapshotter::read_chunk(Worker& w) {
       [this, wp, alive = std::weak_ptr<int>(alive_)](std::expected<ResultPtr, std::string> r) {
         if (alive.expired() || stopped_) return;
         wp->waiting = false;
+        if (!wp->cursor) end_read(*wp);
         on_chunk(*wp, std::move(r));
       });
 }
@@ -402,10 +409,7 @@ void Snapshotter::finish_table_read(Worker& w) {
   if (w.cursor) {
     (void)w.conn->exec("CLOSE walrelay_snapshot");
     w.cursor = false;
-    if (exported_.empty() && w.in_txn) {
-      (void)w.conn->exec("COMMIT");
-      w.in_txn = false;
-    }
+    end_read(w);
   }
   advance(t);
   next_table(w);
@@ -483,8 +487,7 @@ void Snapshotter::check_done() {
     if (!t.progress->done) return;
   }
   for (auto& w : workers_) {
-    if (w.in_txn && w.conn) (void)w.conn->exec("COMMIT");
-    w.in_txn = false;
+    end_read(w);
   }
   std::uint64_t rows = 0;
   for (const auto& t : progress_.tables) rows += t.rows;

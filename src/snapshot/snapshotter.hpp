@@ -110,13 +110,16 @@ class Snapshotter {
     Table* table = nullptr;
     ResultPtr result;      // the chunk being published
     int next_row = 0;      // next row of `result` to publish
-    bool in_txn = false;   // a transaction is open (exported snapshot, or a keyless cursor)
+    bool in_txn = false;   // a read transaction is open (one chunk, or a keyless cursor)
     bool cursor = false;   // reading a keyless table through a cursor
     bool waiting = false;  // a query is outstanding
   };
 
   void fail(SnapshotFailure kind, const std::string& reason);
   bool open_worker(Worker& w);
+  /// Opens a read transaction on the worker's connection (on the exported snapshot, if any).
+  bool begin_read(Worker& w);
+  void end_read(Worker& w);
   void next_table(Worker& w);
   bool prepare_table(Worker& w, Table& t);
   void read_chunk(Worker& w);

@@ -365,6 +365,34 @@ TEST_F(SnapshotTest, ModeNeverPublishesNoRowsAndInitialOnlyKeepsNoSlot) {
             "0");
 }
 
+TEST_F(SnapshotTest, ATableDroppedDuringTheSnapshotIsSkippedAndDdlIsNotBlocked) {
+  create_rows_table("doomed", 100'000);
+  create_rows_table("kept", 3'000);
+  const auto cfg = snapshot_config({{table("doomed")}, {table("kept")}}, "  chunk_size: 500\n");
+  const std::filesystem::path progress_file =
+      std::filesystem::path(cfg.state_dir) / (cfg.slot + ".snapshot");
+  WalrelayProcess proc(cfg.to_yaml());
+  proc.start();
+  auto progress_text = [&] {
+    std::ifstream in(progress_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  ASSERT_TRUE(wait_until(
+      [&] { return std::regex_search(progress_text(), std::regex("rows: [1-9][0-9]{4}")); }, 120s))
+      << proc.logs();
+  // The table was read within the snapshot: DROP TABLE must not wait for the whole snapshot.
+  pg_->exec("SET lock_timeout = '5s'");
+  pg_->exec("DROP TABLE " + table("doomed"));
+  EXPECT_TRUE(proc.wait_for_log("snapshot: complete", 120s)) << proc.logs();
+  EXPECT_NE(proc.stderr_text().find("was dropped while it was read"), std::string::npos)
+      << proc.logs();
+  ASSERT_TRUE(wait_slot_active(*pg_, name_)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(kafka_->read_all({topic("kept")}, 60s).size(), 3'000u);
+}
+
 // ---- incremental snapshots (while streaming) ------------------------------------------------
 
 // A writer without pauses: many changes fall between a chunk's watermarks.
