@@ -495,6 +495,19 @@ class Loader {
          [&](const YAML::Node& v, const std::string& p) {
            if (auto s = nonempty_string(v, p)) sc.signal_prefix = std::move(*s);
          }},
+        {"signal_table",
+         [&](const YAML::Node& v, const std::string& p) {
+           auto s = nonempty_string(v, p);
+           if (!s) return;
+           auto parsed = parse_table_name(*s);
+           if (!parsed) {
+             error(p, parsed.error());
+             return;
+           }
+           sc.signal_table = std::move(*s);
+           sc.signal_table_schema = parsed->schema;
+           sc.signal_table_name = parsed->table;
+         }},
         {"parallelism",
          [&](const YAML::Node& v, const std::string& p) {
            if (auto n = positive_int(v, p)) {

@@ -470,6 +470,10 @@ Connector::Outcome Connector::check_tables() {
       filter_on_server = false;  // wal2json's add-tables only knows a whole `*`
     }
     filters.push_back({tc.schema_pattern, tc.table_pattern});
+    if (&tc == &cfg_.tables.front() && !cfg_.snapshot.signal_table.empty()) {
+      // The signal table's INSERTs must reach walrelay; they are never published.
+      filters.push_back({cfg_.snapshot.signal_table_schema, cfg_.snapshot.signal_table_name});
+    }
     auto rows = stream_->query(
         "SELECT n.nspname, c.relname, c.relreplident, "
         "EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary "
@@ -700,7 +704,10 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   }
   // A non-transactional logical message arrives outside any B/C pair (shared/cases/README.md
   // item 8): track it as its own unit, confirmed at the end of its record.
-  if (c.action == Action::kMessage && handle_snapshot_message(c, x.data)) return;
+  if ((c.action == Action::kMessage || c.action == Action::kInsert) &&
+      handle_snapshot_message(c, x.data)) {
+    return;
+  }
   const bool standalone = !in_txn_;
   if (standalone) tracker_.begin(c.lsn);
   auto routed = router_->route(c);

@@ -5,6 +5,7 @@
 
 #include "connector.hpp"
 #include "snapshot/signal.hpp"
+#include "walrelay/core/json.hpp"
 
 namespace walrelay {
 
@@ -267,11 +268,35 @@ bool Connector::handle_snapshot_message(const decoder::Change& c, std::string_vi
     }
     return true;
   }
-  if (c.prefix != cfg_.snapshot.signal_prefix) return false;
-  auto signal = snapshot::parse_signal(c.content);
+  std::string signal_text;
+  if (c.action == decoder::Action::kInsert) {
+    // A row of the signal table (Debezium's columns id, type, data): type and data make the
+    // signal's JSON.
+    if (cfg_.snapshot.signal_table.empty() || c.schema != cfg_.snapshot.signal_table_schema ||
+        c.table != cfg_.snapshot.signal_table_name) {
+      return false;
+    }
+    std::string type;
+    std::string data;
+    for (const auto& col : c.columns) {
+      if (col.name == "type" && json::is_string_token(col.value)) {
+        json::unescape_string(col.value, type);
+      } else if (col.name == "data" && json::is_string_token(col.value)) {
+        json::unescape_string(col.value, data);
+      }
+    }
+    signal_text = "{\"type\":";
+    json::append_string(signal_text, type);
+    signal_text += ",\"data\":" + (data.empty() ? std::string("null") : data) + "}";
+  } else if (c.prefix == cfg_.snapshot.signal_prefix) {
+    signal_text = c.content;
+  } else {
+    return false;
+  }
+  auto signal = snapshot::parse_signal(signal_text);
   if (!signal) {
     spdlog::error("snapshot signal at LSN {} ignored: {}: {}", c.lsn.to_string(), signal.error(),
-                  std::string(c.content.substr(0, 200)));
+                  signal_text.substr(0, 200));
     return true;
   }
   std::vector<std::pair<std::string, std::string>> tables;

@@ -552,6 +552,26 @@ TEST_F(SnapshotTest, BadSignalsAreReportedAndChangeNothing) {
   EXPECT_TRUE(kafka_->read_all({topic("nokey")}).empty());
 }
 
+TEST_F(SnapshotTest, ARowOfTheSignalTableStartsAnIncrementalSnapshot) {
+  create_rows_table("items", 30);
+  pg_->exec("CREATE TABLE " + table("signals") +
+            " (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))");
+  auto cfg = make_config({{table("items")}});
+  cfg.snapshot_lines = "  signal_table: " + table("signals") + "\n  chunk_size: 7\n";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  pg_->exec("INSERT INTO " + table("signals") + " VALUES ('ad-hoc-1', 'execute-snapshot', " +
+            sql_literal("{\"data-collections\": [\"" + table("items") +
+                        "\"], \"type\": \"incremental\"}") +
+            ")");
+  const auto recs = kafka_->read_at_least({topic("items")}, 30);
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("items") + " done"))
+      << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(recs.size(), 30u) << describe(recs);
+  EXPECT_TRUE(kafka_->read_all({topic("signals")}).empty());
+}
+
 TEST_F(SnapshotTest, ATableAddedToTheConfigurationIsReadWhileStreaming) {
   create_rows_table("first", 5);
   auto cfg = snapshot_config({{table("first")}});

@@ -172,6 +172,11 @@ struct SnapshotConfig {
   /// Prefix of the logical messages carrying snapshot signals (Debezium's signal JSON), e.g.
   /// `pg_logical_emit_message(true, 'walrelay-signal', '{"type":"execute-snapshot",...}')`.
   std::string signal_prefix = "walrelay-signal";
+  /// Optional signal table with Debezium's columns (id, type, data): an INSERT into it is a
+  /// signal (Debezium's `signal.data.collection`). Empty: none.
+  std::string signal_table;
+  std::string signal_table_schema;  ///< its parts, parsed by the loader
+  std::string signal_table_name;
 };
 
 struct LogConfig {
