@@ -8,25 +8,10 @@
 # and WALRELAY_TEST_KAFKA_BOOTSTRAP are set. Prints rows/s for both and walrelay's CPU time per
 # event and peak RSS. Figures go into benchmarks/README.md by hand, with the date and machine.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 rows=${1:-1000000}
-cd "$root"
-cmake --preset release >/dev/null && cmake --build --preset release --target walrelay >/dev/null
-bin="$root/build/release/src/walrelay"
-
-state=""
-if [[ -z "${WALRELAY_TEST_PG_CONNINFO:-}" || -z "${WALRELAY_TEST_KAFKA_BOOTSTRAP:-}" ]]; then
-  state="$(mktemp -d /tmp/walrelay-bench.XXXXXX)"
-  chmod 755 "$state"
-  trap 'tests/services/stop.sh --clean "$state" >/dev/null 2>&1 || true' EXIT
-  tests/services/start.sh "$state" >/dev/null
-  # shellcheck source=/dev/null
-  source "$state/env"
-fi
-pg="$WALRELAY_TEST_PG_CONNINFO"
-sql() { psql "$pg" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
+# shellcheck source=benchmarks/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 run_id="bench_$$"
-work="$(mktemp -d)"
 
 sql "CREATE TABLE $run_id (id bigint PRIMARY KEY, account int NOT NULL, amount numeric(12,2),
      note text, created_at timestamptz NOT NULL DEFAULT now())"

@@ -145,6 +145,44 @@ class SnapshotTest : public IntegrationTest {
     }
   }
 
+  // The first table's acknowledged rows in a progress file (0 while there is none).
+  static std::size_t progress_rows(const std::filesystem::path& file) {
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::smatch m;
+    const std::string s = text.str();
+    if (std::regex_search(s, m, std::regex("rows: ([0-9]+)"))) return std::stoul(m[1]);
+    return 0;
+  }
+
+  // SIGKILLs `proc` once `progress_file` shows `threshold` acknowledged rows (of `rows`), starts
+  // it again and waits until the incremental snapshot of `table_name` is done; then stops the
+  // writer. Returns the rows acknowledged before the kill, 0 after recording a failure.
+  std::size_t kill_and_resume(WalrelayProcess& proc, const std::filesystem::path& progress_file,
+                              std::size_t threshold, std::size_t rows, std::atomic<bool>& stop,
+                              std::thread& writer, const std::string& table_name) {
+    const bool reached =
+        wait_until([&] { return progress_rows(progress_file) >= threshold; }, 120s);
+    proc.kill();
+    const std::size_t before = progress_rows(progress_file);
+    bool completed = false;
+    if (reached && before < rows) {
+      proc.start();
+      completed = proc.wait_for_log("incremental snapshot: " + table(table_name) + " done", 180s);
+    }
+    stop = true;
+    writer.join();
+    if (!reached || before >= rows || !completed) {
+      ADD_FAILURE() << "progress " << before << " of " << rows
+                    << (reached ? "" : ": never reached the kill point")
+                    << (before >= rows ? ": finished before the kill" : "") << "\n"
+                    << proc.logs();
+      return 0;
+    }
+    return before;
+  }
+
   void create_rows_table(const std::string& name, std::size_t rows) {
     pg_->exec("CREATE TABLE " + table(name) + " (id bigint PRIMARY KEY, v int NOT NULL, t text)");
     pg_->exec("INSERT INTO " + table(name) + " SELECT g, g % 1000, 'row ' || g FROM " +
@@ -202,29 +240,11 @@ TEST_F(SnapshotTest, SigkillDuringTheSnapshotResumesAtTheNextChunk) {
   proc.start();
   std::thread writer(write_until, env_.pg_conninfo, table("items"), kRows, std::ref(stop),
                      std::ref(ops));
-  // Kill at about half: the progress file says how many rows Kafka has acknowledged.
-  auto rows_done = [&]() -> std::size_t {
-    std::ifstream in(progress_file);
-    std::stringstream text;
-    text << in.rdbuf();
-    std::smatch m;
-    const std::string s = text.str();
-    if (std::regex_search(s, m, std::regex("rows: ([0-9]+)"))) return std::stoul(m[1]);
-    return 0;
-  };
-  const bool halfway = wait_until([&] { return rows_done() >= kRows / 2; }, 120s);
-  proc.kill();
-  ASSERT_TRUE(halfway) << proc.logs();
-  const std::size_t done_before_kill = rows_done();
-  ASSERT_LT(done_before_kill, kRows) << "the snapshot finished before the kill";
-
-  proc.start();
-  // The rest is read as an incremental snapshot while streaming, from the next chunk on.
-  const bool completed =
-      proc.wait_for_log("incremental snapshot: " + table("items") + " done", 180s);
-  stop = true;
-  writer.join();
-  ASSERT_TRUE(completed) << proc.logs();
+  // Kill at about half. The rest is read as an incremental snapshot while streaming, from the
+  // next chunk on.
+  const std::size_t done_before_kill =
+      kill_and_resume(proc, progress_file, kRows / 2, kRows, stop, writer, "items");
+  ASSERT_GT(done_before_kill, 0u);
   EXPECT_NE(proc.stderr_text().find("resuming an interrupted snapshot"), std::string::npos)
       << proc.logs();
   EXPECT_NE(proc.stderr_text().find("resuming " + table("items") + " after " +
@@ -490,26 +510,9 @@ TEST_F(SnapshotTest, SigkillDuringAnIncrementalSnapshotResumesAtTheNextChunk) {
       "SELECT pg_logical_emit_message(true, 'walrelay-signal', "
       "'{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
       table("items") + "\"],\"type\":\"incremental\"}}')");
-  auto rows_done = [&]() -> std::size_t {
-    std::ifstream in(progress_file);
-    std::stringstream text;
-    text << in.rdbuf();
-    std::smatch m;
-    const std::string s = text.str();
-    if (std::regex_search(s, m, std::regex("rows: ([0-9]+)"))) return std::stoul(m[1]);
-    return 0;
-  };
-  const bool partway = wait_until([&] { return rows_done() >= kRows / 4; }, 120s);
-  proc.kill();
-  ASSERT_TRUE(partway) << proc.logs();
-  const std::size_t done_before_kill = rows_done();
-  ASSERT_LT(done_before_kill, kRows) << "the snapshot finished before the kill";
-  proc.start();
-  const bool completed =
-      proc.wait_for_log("incremental snapshot: " + table("items") + " done", 180s);
-  stop = true;
-  writer.join();
-  ASSERT_TRUE(completed) << proc.logs();
+  const std::size_t done_before_kill =
+      kill_and_resume(proc, progress_file, kRows / 4, kRows, stop, writer, "items");
+  ASSERT_GT(done_before_kill, 0u);
   EXPECT_NE(proc.stderr_text().find("resuming " + table("items") + " after " +
                                     std::to_string(done_before_kill) + " rows"),
             std::string::npos)
