@@ -494,10 +494,12 @@ TEST_F(SnapshotTest,
 }
 
 TEST_F(SnapshotTest, SigkillDuringAnIncrementalSnapshotResumesAtTheNextChunk) {
-  constexpr std::size_t kRows = 100'000;
+  constexpr std::size_t kRows = 200'000;
   create_rows_table("items", kRows);
   auto cfg = make_config({{table("items")}});
-  cfg.snapshot_lines = "  chunk_size: 500\n";
+  cfg.snapshot_lines = "  chunk_size: 100\n";
+  cfg.status_interval =
+      "200ms";  // progress is saved when confirmed: often, so the kill lands mid-way
   const std::filesystem::path progress_file =
       std::filesystem::path(cfg.state_dir) / (cfg.slot + ".incremental");
   WalrelayProcess proc(cfg.to_yaml());
