@@ -26,6 +26,7 @@ constexpr std::string_view kMissing = "required key is missing";
 
 /// PostgreSQL's NAMEDATALEN - 1: longer slot names are rejected by CREATE_REPLICATION_SLOT.
 constexpr std::size_t kMaxSlotName = 63;
+constexpr std::size_t kMaxChunkSize = 1'000'000;  // snapshot.chunk_size
 
 /// Status updates also carry the flush LSN; more than an hour between them keeps WAL retained on
 /// the primary for no benefit.
@@ -485,7 +486,14 @@ class Loader {
          }},
         {"chunk_size",
          [&](const YAML::Node& v, const std::string& p) {
-           if (auto n = positive_int(v, p)) sc.chunk_size = *n;
+           if (auto n = positive_int(v, p)) {
+             if (*n > kMaxChunkSize) {
+               error(p, "at most " + std::to_string(kMaxChunkSize) +
+                            " rows (a chunk is held in memory while it is published)");
+             } else {
+               sc.chunk_size = *n;
+             }
+           }
          }},
         {"new_tables",
          [&](const YAML::Node& v, const std::string& p) {

@@ -151,6 +151,37 @@ std::expected<std::unique_ptr<router::TableSchema>, std::string> Catalog::load(
     for (int i = 0; i < ri.rows(); ++i) ts->replica_identity_index.push_back(ri.get(i, 0));
   }
 
+  Result uk = exec(conn_,
+                   "SELECT i.indexrelid::text, a.attname, a.attnotnull "
+                   "FROM pg_catalog.pg_index i "
+                   "CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) "
+                   "JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid "
+                   "AND a.attnum = k.attnum "
+                   "WHERE i.indrelid = $1 AND i.indisunique AND i.indimmediate AND i.indisvalid "
+                   "AND i.indpred IS NULL AND i.indexprs IS NULL AND k.ord <= i.indnkeyatts "
+                   "ORDER BY i.indexrelid, k.ord",
+                   {relid});
+  if (!uk.ok()) return std::unexpected(trim(PQresultErrorMessage(uk.res)));
+  {
+    std::string index;
+    bool usable = true;
+    std::vector<std::string> key_cols;
+    auto flush = [&] {
+      if (!index.empty() && usable && !key_cols.empty()) ts->unique_keys.push_back(key_cols);
+      key_cols.clear();
+      usable = true;
+    };
+    for (int i = 0; i < uk.rows(); ++i) {
+      if (uk.get(i, 0) != index) {
+        flush();
+        index = uk.get(i, 0);
+      }
+      key_cols.push_back(uk.get(i, 1));
+      if (uk.get(i, 2) != "t") usable = false;  // NULLs are not unique, and compare as NULL
+    }
+    flush();
+  }
+
   // Types created after start-up (enums, domains, composites) are read on first use.
   for (const auto& c : ts->columns) {
     if (types_.find(c.type_oid) != nullptr) continue;
@@ -189,6 +220,9 @@ const router::TableSchema* Catalog::table(std::string_view schema, std::string_v
     return it != tables_.end() ? it->second.get() : nullptr;
   }
   auto& slot = tables_[key];
+  // Pointers handed out earlier stay valid (the router and the snapshot readers keep them): the
+  // old shape is retired, not freed. Only DDL makes this grow.
+  if (slot) retired_.push_back(std::move(slot));
   slot = std::move(*loaded);
   return slot.get();
 }

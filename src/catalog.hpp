@@ -47,6 +47,7 @@ class Catalog final : public router::SchemaProvider {
   router::TypeRegistry& types_;
   PGconn* conn_ = nullptr;
   std::unordered_map<std::string, std::unique_ptr<router::TableSchema>> tables_;
+  std::vector<std::unique_ptr<router::TableSchema>> retired_;  // replaced shapes, kept alive
   std::string last_error_;
 };
 

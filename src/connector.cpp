@@ -351,6 +351,21 @@ Connector::Outcome Connector::prepare() {
     }
   }
 
+  // One walrelay per slot, also while it takes a snapshot (the slot is not active then): a
+  // session-level advisory lock on this connection, released when it closes.
+  auto locked = stream_->query("SELECT pg_try_advisory_lock(hashtext(" +
+                               replication::quote_literal("walrelay slot " + slot) + "))");
+  if (!locked) {
+    reason_ = "cannot take the slot's advisory lock: " + locked.error();
+    return Outcome::kRetry;
+  }
+  if (locked->empty() || (*locked)[0][0].value_or("f") != "t") {
+    reason_ = "slot " + slot +
+              " is in use by another walrelay (it holds the slot's advisory lock: streaming or "
+              "taking its snapshot)";
+    return Outcome::kStandby;
+  }
+
   if (cfg_.snapshot.mode == "initial_only") return prepare_initial_only();
 
   auto found = stream_->find_slot(slot);
@@ -519,7 +534,25 @@ Connector::Outcome Connector::check_tables() {
       const std::string topic = router_->topic_of(schema, table);
       const std::string qualified = schema + "." + table;
       routes.push_back(qualified + " → " + topic);
-      snapshot_tables_.emplace_back(schema, table);
+      if (r[4].value_or("r") == "p" && cfg_.events.partitions == "leaf") {
+        // Leaf topics: a snapshot reads each leaf, so its rows go where its changes go.
+        auto leaves =
+            stream_->query("SELECT n.nspname, c.relname FROM pg_catalog.pg_partition_tree(" +
+                           replication::quote_literal(replication::quote_ident(schema) + "." +
+                                                      replication::quote_ident(table)) +
+                           "::regclass) t JOIN pg_catalog.pg_class c ON c.oid = t.relid "
+                           "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE "
+                           "t.isleaf ORDER BY 1, 2");
+        if (!leaves) {
+          reason_ = "cannot list the partitions of " + qualified + ": " + leaves.error();
+          return Outcome::kRetry;
+        }
+        for (const auto& leaf : *leaves) {
+          snapshot_tables_.emplace_back(leaf[0].value_or(""), leaf[1].value_or(""));
+        }
+      } else {
+        snapshot_tables_.emplace_back(schema, table);
+      }
       if (topic.size() > 249) {
         reason_ = "table " + qualified + " maps to topic '" + topic +
                   "', longer than Kafka's 249 characters; set a shorter `topic` for it";

@@ -97,6 +97,8 @@ class Connector {
   /// snapshot.mode initial_only: read from a temporary slot's snapshot, keep no slot.
   Outcome prepare_initial_only();
   void run_snapshot();
+  /// Queues tables (with their acknowledged positions) for an incremental snapshot, durably.
+  bool hand_over_to_incremental(const std::vector<snapshot::TableProgress>& tables);
   /// While streaming: incremental snapshots (signals, new tables, resumed progress).
   void start_incremental();
   /// A watermark or signal message of the stream: handled here (true), never published.

@@ -58,38 +58,49 @@ bool Connector::resume_snapshot_progress(const std::string& slot, Lsn confirmed_
   // The exported snapshot is gone with the crash. Tables with a key finish as an incremental
   // snapshot while streaming from the consistent point (their chunks carry on after the last
   // acknowledged key); a table without one is read again, whole, before streaming.
-  snapshot::SnapshotProgress handover;
-  incremental_store_ =
-      std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot, ".incremental");
-  if (auto inc = incremental_store_->load(); inc && *inc && (*inc)->slot == slot) {
-    handover = std::move(**inc);
-  }
-  handover.slot = slot;
-  std::size_t handed = 0;
+  std::vector<snapshot::TableProgress> handover;
   for (auto& t : snapshot_progress_->tables) {
     if (t.done) continue;
     const router::TableSchema* shape = catalog_->table(t.schema, t.table, /*refresh=*/false);
-    const bool keyed = shape != nullptr && (!shape->primary_key.empty() ||
-                                            !router_->key_columns_of(t.schema, t.table).empty());
-    if (!keyed) continue;
-    std::erase_if(handover.tables,
-                  [&](const auto& h) { return h.schema == t.schema && h.table == t.table; });
-    handover.tables.push_back(t);
+    auto plan = shape != nullptr
+                    ? snapshot::make_read_plan(*shape, router_->key_columns_of(t.schema, t.table))
+                    : std::nullopt;
+    if (!plan || plan->key.empty()) continue;
+    handover.push_back(t);
     t.done = true;
-    ++handed;
   }
-  if (handed > 0) {
+  if (!handover.empty()) {
     spdlog::warn(
         "snapshot: resuming an interrupted snapshot (progress in {}): the exported snapshot is "
         "gone, so {} table(s) finish as an incremental snapshot while streaming from {}, each "
         "from its last acknowledged chunk",
-        snapshot_store_->path(), handed, snapshot_progress_->lsn.to_string());
-    if (auto saved = incremental_store_->save(handover); !saved) {
-      reason_ = "cannot save the incremental snapshot progress: " + saved.error();
-      return false;
-    }
+        snapshot_store_->path(), handover.size(), snapshot_progress_->lsn.to_string());
+    if (!hand_over_to_incremental(handover)) return false;
   }
   return save_snapshot_progress();
+}
+
+bool Connector::hand_over_to_incremental(const std::vector<snapshot::TableProgress>& tables) {
+  const std::string& slot = cfg_.source.slot;
+  incremental_store_ =
+      std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot, ".incremental");
+  snapshot::SnapshotProgress queue;
+  if (auto loaded = incremental_store_->load(); loaded && *loaded && (*loaded)->slot == slot) {
+    queue = std::move(**loaded);
+  }
+  queue.slot = slot;
+  for (const auto& t : tables) {
+    std::erase_if(queue.tables,
+                  [&](const auto& q) { return q.schema == t.schema && q.table == t.table; });
+    queue.tables.push_back(t);
+    queue.tables.back().done = false;
+  }
+  if (auto saved = incremental_store_->save(queue); !saved) {
+    reason_ = "cannot save the incremental snapshot progress: " + saved.error();
+    spdlog::error("{}", reason_);
+    return false;
+  }
+  return true;
 }
 
 Connector::Outcome Connector::prepare_initial_only() {
@@ -176,6 +187,10 @@ void Connector::run_snapshot() {
             return;
         }
       });
+  if (cfg_.snapshot.mode == "initial") {  // initial_only has no stream to finish it
+    snapshotter_->set_hand_over(
+        [this](const snapshot::TableProgress& t) { return hand_over_to_incremental({t}); });
+  }
   snapshotter_->start();
 }
 

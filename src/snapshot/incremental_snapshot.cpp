@@ -82,8 +82,9 @@ std::vector<std::string> IncrementalSnapshot::execute(
     auto plan = make_read_plan(*shape, router_.key_columns_of(schema, table));
     if (!plan || plan->key.empty()) {
       refused.push_back(name +
-                        ": has no primary key, so it cannot be read in chunks while streaming; "
-                        "set `key_columns` for it (unique columns)");
+                        ": has no primary key or unique index on NOT NULL columns, so it cannot "
+                        "be read in chunks while streaming; add one (its columns may also be set "
+                        "as `key_columns`)");
       continue;
     }
     auto it = std::find_if(
@@ -206,7 +207,17 @@ void IncrementalSnapshot::on_rows(std::expected<ResultPtr, std::string> result) 
   if (phase_ != Phase::kReading) return;  // stopped meanwhile
   if (!result) {
     TableProgress& t = progress_.tables[table_];
-    if (result.error().find("does not exist") != std::string::npos) {
+    if (is_changed_columns(conn_->last_sqlstate())) {
+      // A column was dropped or renamed: the next chunk is planned on the table's new shape.
+      spdlog::warn(
+          "incremental snapshot: the columns of {}.{} changed ({}); reading its shape "
+          "again",
+          t.schema, t.table, result.error());
+      (void)schemas_.table(t.schema, t.table, /*refresh=*/true);
+      retry_later("chunk of " + t.schema + "." + t.table + " is read again");
+      return;
+    }
+    if (is_dropped_table(conn_->last_sqlstate())) {
       spdlog::warn("incremental snapshot: {}.{} was dropped ({}); nothing more of it is read",
                    t.schema, t.table, result.error());
       t.done = true;

@@ -55,6 +55,8 @@ std::expected<ResultPtr, std::string> SnapshotConnection::exec(const std::string
   if (conn_ == nullptr) return std::unexpected("not connected");
   ResultPtr r(PQexec(conn_, sql.c_str()));
   if (!r || !result_ok(r.get())) {
+    const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
+    sqlstate_ = state != nullptr ? state : "";
     return std::unexpected(trim(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_)));
   }
   return r;
@@ -103,6 +105,8 @@ void SnapshotConnection::collect() {
       if (!result_) {
         done(std::unexpected(std::string("the server returned no result")));
       } else if (!result_ok(result_.get())) {
+        const char* state = PQresultErrorField(result_.get(), PG_DIAG_SQLSTATE);
+        sqlstate_ = state != nullptr ? state : "";
         done(std::unexpected(trim(PQresultErrorMessage(result_.get()))));
       } else {
         done(std::move(result_));
@@ -120,6 +124,7 @@ void SnapshotConnection::collect() {
 }
 
 void SnapshotConnection::fail(std::string reason) {
+  sqlstate_.clear();
   Callback done = std::move(pending_);
   pending_ = nullptr;
   asio::post(executor_, [done = std::move(done), reason = std::move(reason),

@@ -51,6 +51,9 @@ class SnapshotConnection {
   void close();
 
   [[nodiscard]] bool busy() const { return static_cast<bool>(pending_); }
+  /// SQLSTATE of the last error a query or exec returned (PostgreSQL docs Appendix A), e.g.
+  /// 42P01 undefined_table, 42703 undefined_column; empty for connection errors.
+  [[nodiscard]] const std::string& last_sqlstate() const { return sqlstate_; }
 
  private:
   void wait_readable();
@@ -64,6 +67,7 @@ class SnapshotConnection {
   std::unique_ptr<boost::asio::posix::stream_descriptor> socket_;
   Callback pending_;
   ResultPtr result_;
+  std::string sqlstate_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 

@@ -28,11 +28,6 @@ std::int64_t now_ms() {
       .count();
 }
 
-// SQLSTATE 42P01 undefined_table, 3F000 invalid_schema_name.
-bool is_dropped_table_error(const std::string& msg) {
-  return msg.find("does not exist") != std::string::npos;
-}
-
 }  // namespace
 
 Snapshotter::Snapshotter(asio::any_io_executor executor, Settings settings,
@@ -190,16 +185,16 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
   }
   t.plan = std::move(*plan);
   t.started = std::chrono::steady_clock::now();
-  if (auto r =
-          w.conn->exec("SELECT reltuples FROM pg_catalog.pg_class WHERE oid = " +
-                       replication::quote_literal(qualified(p.schema, p.table)) + "::regclass");
+  if (auto r = w.conn->exec("SELECT reltuples FROM pg_catalog.pg_class WHERE oid = to_regclass(" +
+                            replication::quote_literal(qualified(p.schema, p.table)) + ")");
       r && PQntuples(r->get()) == 1) {
     t.estimated_rows = std::max(0.0, std::strtod(PQgetvalue(r->get(), 0, 0), nullptr));
   }
   if (t.plan.key.empty()) {
     spdlog::warn(
-        "snapshot: table {}.{} has no key: reading it whole in one pass (not resumable; set "
-        "key_columns to read it in chunks)",
+        "snapshot: table {}.{} has no key (no primary key or unique index on NOT NULL "
+        "columns): reading it whole in one pass (not resumable; add such a key to read it in "
+        "chunks)",
         p.schema, p.table);
     if (p.rows > 0) {
       spdlog::warn("snapshot: {}.{} was partly read before a restart: reading it again", p.schema,
@@ -209,7 +204,7 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
     if (!begin_read(w)) return false;
     if (auto r = w.conn->exec("DECLARE walrelay_snapshot NO SCROLL CURSOR FOR " + t.plan.select);
         !r) {
-      if (is_dropped_table_error(r.error())) {
+      if (is_dropped_table(w.conn->last_sqlstate())) {
         spdlog::warn("snapshot: table {}.{} no longer exists; skipping it", p.schema, p.table);
         p.done = true;
         t.read_complete = true;
@@ -244,6 +239,32 @@ void Snapshotter::read_chunk(Worker& w) {
     }
   }
   if (!w.cursor && !begin_read(w)) return;
+  if (!w.cursor && !exported_.empty() && hand_over_) {
+    // A table rewrite (ALTER TABLE … TYPE, VACUUM FULL, CLUSTER, TRUNCATE) after the consistent
+    // point is not MVCC-safe: the exported snapshot would see the new file as empty (PostgreSQL
+    // docs §13.6 "Caveats"). The table's file in the snapshot's catalog differs from its current
+    // one then: finish it as an incremental snapshot instead.
+    auto same = w.conn->exec(
+        "SELECT c.relfilenode = pg_relation_filenode(c.oid) FROM "
+        "pg_catalog.pg_class c WHERE c.oid = to_regclass(" +
+        replication::quote_literal(qualified(t.progress->schema, t.progress->table)) + ")");
+    if (same && PQntuples(same->get()) == 1 &&
+        std::string_view(PQgetvalue(same->get(), 0, 0)) == "f") {
+      end_read(w);
+      spdlog::warn(
+          "snapshot: {}.{} was rewritten after the slot's consistent point; its rows "
+          "after {} are read by an incremental snapshot while streaming",
+          t.progress->schema, t.progress->table,
+          t.progress->rows > 0 ? std::to_string(t.progress->rows) + " rows" : "none");
+      if (!hand_over_(*t.progress)) {
+        fail(SnapshotFailure::kRetry, "cannot queue the incremental snapshot of " +
+                                          t.progress->schema + "." + t.progress->table);
+        return;
+      }
+      finish_table_read(w);
+      return;
+    }
+  }
   w.waiting = true;
   Worker* wp = &w;
   w.conn->async_query(
@@ -260,7 +281,23 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
   Table& t = *w.table;
   const TableProgress& p = *t.progress;
   if (!result) {
-    if (is_dropped_table_error(result.error())) {
+    if (is_changed_columns(w.conn->last_sqlstate()) && !w.cursor && ++t.shape_refreshes <= 3) {
+      // A column was dropped or renamed: read the table's shape again and repeat the chunk.
+      const router::TableSchema* shape = schemas_.table(p.schema, p.table, /*refresh=*/true);
+      auto plan = shape != nullptr
+                      ? make_read_plan(*shape, router_.key_columns_of(p.schema, p.table))
+                      : std::nullopt;
+      if (plan && plan->key == t.plan.key) {
+        spdlog::warn(
+            "snapshot: the columns of {}.{} changed while it was read ({}); reading the "
+            "chunk again with its new shape",
+            p.schema, p.table, result.error());
+        t.plan = std::move(*plan);
+        read_chunk(w);
+        return;
+      }
+    }
+    if (is_dropped_table(w.conn->last_sqlstate())) {
       spdlog::warn(
           "snapshot: table {}.{} was dropped while it was read ({}); its rows published so far "
           "stay, and nothing more of it is read",

@@ -79,6 +79,11 @@ class Snapshotter {
   void maybe_continue();
   /// Stops reading; no callback follows. Records in flight are ignored.
   void stop();
+  /// Where a table goes that cannot be read from the exported snapshot any more (rewritten or
+  /// truncated since: its new file is empty in the snapshot's view): the connector queues it,
+  /// from its acknowledged position, for an incremental snapshot. False: it could not.
+  using HandOver = std::function<bool(const TableProgress& table)>;
+  void set_hand_over(HandOver hand_over) { hand_over_ = std::move(hand_over); }
   /// Stops reading new rows (shutdown) but keeps saving progress as acknowledgements arrive.
   void stop_reading() { reading_stopped_ = true; }
 
@@ -103,6 +108,7 @@ class Snapshotter {
     double estimated_rows = 0;         // pg_class.reltuples
     bool assigned = false;
     bool read_complete = false;
+    int shape_refreshes = 0;  // re-reads of the shape after a column change
     std::chrono::steady_clock::time_point started;
   };
   struct Worker {
@@ -144,6 +150,7 @@ class Snapshotter {
   SnapshotProgress progress_;
   std::string exported_;
   Done done_;
+  HandOver hand_over_;
   std::vector<Table> tables_;
   std::vector<Worker> workers_;
   boost::asio::steady_timer progress_timer_;

@@ -1,15 +1,27 @@
 #include "snapshot/table_query.hpp"
 
+#include <algorithm>
+
 #include "replication/replication_stream.hpp"
 #include "walrelay/core/json.hpp"
 
 namespace walrelay::snapshot {
 
 std::optional<TableReadPlan> make_read_plan(const router::TableSchema& shape,
-                                            const std::vector<std::string>& fallback_key) {
+                                            const std::vector<std::string>& preferred_key) {
   TableReadPlan plan;
   plan.shape = &shape;
-  plan.key = shape.primary_key.empty() ? fallback_key : shape.primary_key;
+  plan.key = shape.primary_key;
+  if (plan.key.empty() && !shape.unique_keys.empty()) {
+    plan.key = shape.unique_keys.front();
+    auto sorted = [](std::vector<std::string> v) {
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    for (const auto& k : shape.unique_keys) {
+      if (sorted(k) == sorted(preferred_key)) plan.key = preferred_key;
+    }
+  }
   for (const auto& k : plan.key) {
     const router::ColumnInfo* found = nullptr;
     for (std::size_t i = 0; i < shape.columns.size(); ++i) {

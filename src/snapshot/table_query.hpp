@@ -28,10 +28,23 @@ struct TableReadPlan {
   std::string select;                   ///< `SELECT <columns> FROM <table>`
 };
 
-/// The plan for `shape`: paginated on its primary key, else on `fallback_key` (key_columns or the
-/// REPLICA IDENTITY index). nullopt when a key column is not a column of the table.
+/// The plan for `shape`: paginated on its primary key, else on a unique index over NOT NULL
+/// columns (the one with the columns of `preferred_key`, the table's key_columns or REPLICA
+/// IDENTITY index, when there is one): keyset pagination needs a key that identifies every row,
+/// and a NULL compares as unknown. Without any, `key` is empty (read whole, not resumable).
+/// nullopt when a key column is not a column of the table.
 std::optional<TableReadPlan> make_read_plan(const router::TableSchema& shape,
-                                            const std::vector<std::string>& fallback_key);
+                                            const std::vector<std::string>& preferred_key);
+
+/// SQLSTATEs (PostgreSQL docs Appendix A) that mean the table is gone: undefined_table,
+/// invalid_schema_name.
+inline bool is_dropped_table(const std::string& sqlstate) {
+  return sqlstate == "42P01" || sqlstate == "3F000";
+}
+/// undefined_column: the table's columns changed (DDL) since its shape was read.
+inline bool is_changed_columns(const std::string& sqlstate) {
+  return sqlstate == "42703";
+}
 
 /// The keyset query for the next chunk: rows after `$1..$n` (the last key read, when
 /// `after_key`) in key order, at most `limit` rows. A row comparison uses the key's btree order,

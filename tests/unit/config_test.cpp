@@ -1400,6 +1400,9 @@ TEST(ConfigSnapshot, EveryKeyIsReadAndMistakesNameTheKey) {
   EXPECT_EQ(r.config->snapshot.parallelism, 4u);
   auto bad =
       load_with("snapshot:\n  mode: always\n  chunk_size: 0\n  parallelism: 17\n  fetch_size: 3\n");
+  auto huge = load_with("snapshot:\n  chunk_size: 2147483648\n");
+  EXPECT_FALSE(huge.config);
+  EXPECT_TRUE(has_error(huge, "snapshot.chunk_size"));
   EXPECT_FALSE(bad.config);
   EXPECT_TRUE(has_error(bad, "snapshot.mode"));
   EXPECT_TRUE(has_error(bad, "snapshot.chunk_size"));

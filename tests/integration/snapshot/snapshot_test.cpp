@@ -342,7 +342,9 @@ TEST_F(SnapshotTest, OutboxTablesAreNotReadKeylessTablesAreReadWhole) {
   const auto log_records = kafka_->read_at_least({topic("log")}, 250);
   ASSERT_TRUE(stop_gracefully(proc, name_));
   EXPECT_EQ(log_records.size(), 250u);
-  EXPECT_NE(proc.stderr_text().find("has no key: reading it whole in one pass"), std::string::npos)
+  EXPECT_NE(
+      proc.stderr_text().find("has no key (no primary key or unique index on NOT NULL columns)"),
+      std::string::npos)
       << proc.logs();
   // The outbox's existing row is an event that was already published (or never will be): a
   // snapshot must not publish it again.
@@ -386,9 +388,9 @@ TEST_F(SnapshotTest, ModeNeverPublishesNoRowsAndInitialOnlyKeepsNoSlot) {
 }
 
 TEST_F(SnapshotTest, ATableDroppedDuringTheSnapshotIsSkippedAndDdlIsNotBlocked) {
-  create_rows_table("doomed", 100'000);
+  create_rows_table("doomed", 500'000);
   create_rows_table("kept", 3'000);
-  const auto cfg = snapshot_config({{table("doomed")}, {table("kept")}}, "  chunk_size: 500\n");
+  const auto cfg = snapshot_config({{table("doomed")}, {table("kept")}}, "  chunk_size: 200\n");
   const std::filesystem::path progress_file =
       std::filesystem::path(cfg.state_dir) / (cfg.slot + ".snapshot");
   WalrelayProcess proc(cfg.to_yaml());
@@ -411,6 +413,83 @@ TEST_F(SnapshotTest, ATableDroppedDuringTheSnapshotIsSkippedAndDdlIsNotBlocked) 
   ASSERT_TRUE(wait_slot_active(*pg_, name_)) << proc.logs();
   ASSERT_TRUE(stop_gracefully(proc, name_));
   EXPECT_EQ(kafka_->read_all({topic("kept")}, 60s).size(), 3'000u);
+}
+
+TEST_F(SnapshotTest, ChunksUseOnlyKeysThatIdentifyEveryRow) {
+  // key_columns over a nullable unique index, and non-unique key_columns: neither may page.
+  pg_->exec("CREATE TABLE " + table("nk") + " (a int, b int, v text)");
+  pg_->exec("CREATE UNIQUE INDEX ON " + table("nk") + " (a, b)");
+  pg_->exec("INSERT INTO " + table("nk") +
+            " SELECT g % 5, CASE WHEN g % 3 = 0 THEN NULL ELSE g END, 'x' FROM "
+            "generate_series(1, 50) g");
+  pg_->exec("CREATE TABLE " + table("orders") + " (order_no int, customer int NOT NULL, v int)");
+  pg_->exec("INSERT INTO " + table("orders") + " SELECT g, g % 4, g FROM generate_series(1, 40) g");
+  auto cfg = snapshot_config({}, "  chunk_size: 3\n");
+  cfg.tables.clear();
+  cfg.extra_yaml = "";
+  WalrelayConfig c = cfg;
+  c.tables = {{table("nk")}, {table("orders")}};
+  std::string yaml = c.to_yaml();
+  // key_columns for both tables, spliced under their entries.
+  for (const auto& [t, keys] : {std::pair{table("nk"), std::string("[a, b]")},
+                                std::pair{table("orders"), std::string("[customer]")}}) {
+    const std::string entry = "  - name: \"" + t + "\"\n";
+    const auto at = yaml.find(entry);
+    ASSERT_NE(at, std::string::npos) << yaml;
+    yaml.insert(at + entry.size(), "    key_columns: " + keys + "\n");
+  }
+  WalrelayProcess proc(yaml);
+  start_streaming(proc, name_);
+  const auto nk = kafka_->read_at_least({topic("nk")}, 50);
+  const auto orders = kafka_->read_at_least({topic("orders")}, 40);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(nk.size(), 50u);
+  EXPECT_EQ(orders.size(), 40u);
+}
+
+TEST_F(SnapshotTest, RewrittenOrReshapedTablesAreStillReadWhole) {
+  create_rows_table("a_big", 300'000);
+  create_rows_table("b_small", 1'000);
+  pg_->exec("ALTER TABLE " + table("a_big") + " ADD COLUMN x int DEFAULT 7");
+  auto cfg = snapshot_config({{table("a_big")}, {table("b_small")}}, "  chunk_size: 200\n");
+  const std::filesystem::path progress_file =
+      std::filesystem::path(cfg.state_dir) / (cfg.slot + ".snapshot");
+  WalrelayProcess proc(cfg.to_yaml());
+  proc.start();
+  ASSERT_TRUE(wait_until([&] { return progress_rows(progress_file) >= 5'000; }, 120s))
+      << proc.logs();
+  // While a_big is read: one of its columns goes, and b_small (not read yet) is rewritten.
+  pg_->exec("ALTER TABLE " + table("a_big") + " DROP COLUMN x");
+  pg_->exec("ALTER TABLE " + table("b_small") + " ALTER COLUMN v TYPE bigint");
+  EXPECT_TRUE(proc.wait_for_log("incremental snapshot: " + table("b_small") + " done", 120s))
+      << proc.logs();
+  EXPECT_NE(proc.stderr_text().find("was rewritten after the slot's consistent point"),
+            std::string::npos)
+      << proc.logs();
+  EXPECT_EQ(proc.stderr_text().find("was dropped while it was read"), std::string::npos)
+      << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(replay(kafka_->read_all({topic("a_big")}, 120s)).size(), 300'000u);
+  EXPECT_EQ(replay(kafka_->read_all({topic("b_small")}, 60s)).size(), 1'000u);
+}
+
+TEST_F(SnapshotTest, ASecondInstanceWaitsWhileTheFirstTakesTheSnapshot) {
+  create_rows_table("items", 60'000);
+  const auto cfg = snapshot_config({{table("items")}}, "  chunk_size: 200\n");
+  const std::filesystem::path progress_file =
+      std::filesystem::path(cfg.state_dir) / (cfg.slot + ".snapshot");
+  WalrelayProcess first(cfg.to_yaml(), "first");
+  WalrelayProcess second(cfg.to_yaml(), "second");
+  first.start();
+  ASSERT_TRUE(wait_until([&] { return progress_rows(progress_file) > 0; }, 120s)) << first.logs();
+  second.start();
+  EXPECT_TRUE(second.wait_for_log("in use by another walrelay")) << second.logs();
+  EXPECT_TRUE(first.wait_for_log("snapshot: complete", 120s)) << first.logs();
+  ASSERT_TRUE(stop_gracefully(first, name_));
+  EXPECT_TRUE(second.wait_for_log("streaming:", 60s)) << second.logs();
+  ASSERT_TRUE(stop_gracefully(second, name_));
+  EXPECT_EQ(second.stderr_text().find("snapshot:"), std::string::npos) << second.logs();
+  EXPECT_EQ(kafka_->read_all({topic("items")}, 60s).size(), 60'000u);
 }
 
 // ---- incremental snapshots (while streaming) ------------------------------------------------
@@ -546,7 +625,8 @@ TEST_F(SnapshotTest, BadSignalsAreReportedAndChangeNothing) {
        "\"],\"type\":\"blocking\"}}");
   EXPECT_TRUE(proc.wait_for_log("public.nope: not a captured row-change table")) << proc.logs();
   EXPECT_TRUE(proc.wait_for_log("not a JSON document")) << proc.logs();
-  EXPECT_TRUE(proc.wait_for_log("set `key_columns` for it")) << proc.logs();
+  EXPECT_TRUE(proc.wait_for_log("has no primary key or unique index on NOT NULL columns"))
+      << proc.logs();
   EXPECT_TRUE(proc.wait_for_log("`data.type` blocking is not supported")) << proc.logs();
   // Still streaming, and nothing was read.
   pg_->exec("UPDATE " + table("items") + " SET v = 99 WHERE id = 1");

@@ -28,6 +28,9 @@ struct TableSchema {
   char replica_identity = 'd';           ///< pg_class.relreplident: d, n, f, i
   /// Columns of the REPLICA IDENTITY USING INDEX index (relreplident 'i'), column order.
   std::vector<std::string> replica_identity_index;
+  /// Key columns of every valid, immediate, non-partial, non-expression unique index whose
+  /// columns are all NOT NULL (index column order): keys that identify a row (snapshot chunks).
+  std::vector<std::vector<std::string>> unique_keys;
   std::string root_schema;  ///< partitioned tables: the root of a leaf (pg_partition_root);
   std::string root_table;   ///<   otherwise the table itself
 
@@ -45,7 +48,7 @@ class SchemaProvider {
   virtual ~SchemaProvider() = default;
   /// The table's schema, or nullptr when the table is unknown (e.g. dropped since). With
   /// `refresh`, re-reads the catalog first (after a change showed a column the cached shape does
-  /// not have). The pointer stays valid until the next refresh of the same table.
+  /// not have). The pointer stays valid for the provider's lifetime (a refresh returns a new one).
   virtual const TableSchema* table(std::string_view schema, std::string_view table,
                                    bool refresh) = 0;
 };
