@@ -149,6 +149,8 @@ void Connector::run_snapshot() {
   // Exact text for NaN/±Infinity too; the router maps a quoted number like a bare one.
   settings.numerics = decoder::NumericTokens::kStrings;
   settings.progress_interval = cfg_.log.progress_interval;
+  if (cfg_.errors.policy == "dead_letter")
+    settings.dead_letter_topic = cfg_.errors.dead_letter_topic;
   if (snapshot_progress_->resumed) {
     spdlog::warn(
         "snapshot: resuming an interrupted snapshot (progress in {}): the exported snapshot is "

@@ -395,39 +395,50 @@ void Snapshotter::row_values(const PGresult* res, int row) {
 bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
   Table& t = *w.table;
   const TableProgress& p = *t.progress;
+  const Chunk& chunk = t.chunks.back();
+  const std::uint64_t unit =
+      (static_cast<std::uint64_t>(&t - tables_.data()) << kChunkBits) | (chunk.number & kChunkMask);
   row_values(w.result.get(), row);
+  // id: the snapshot's LSN, the table, the chunk and the row within it (the same when a chunk is
+  // read again after a restart).
+  id_ = progress_.lsn.to_string() + ":r:" + p.schema + "." + p.table + ":" +
+        std::to_string(chunk.number) + ":" + std::to_string(row);
+  std::string mapping_error;
+  std::optional<std::span<const Record>> routed;
   if (auto built = build_row_change(t.plan, values_, settings_.numerics, progress_.lsn,
                                     progress_.xid, change_, tokens_);
       !built) {
-    fail(SnapshotFailure::kMapping,
-         "snapshot of " + p.schema + "." + p.table + ": " + built.error());
-    return false;
+    mapping_error = built.error();
+  } else if (auto r = router_.route_snapshot(change_, router::SnapshotRead{marker, id_, now_ms()});
+             !r) {
+    mapping_error = r.error().reason;
+  } else {
+    routed = *r;
   }
-  // id: the snapshot's LSN, the table, the chunk and the row within it (the same when a chunk is
-  // read again after a restart).
-  const Chunk& chunk = t.chunks.back();
-  id_ = progress_.lsn.to_string();
-  id_ += ":r:";
-  id_ += p.schema;
-  id_.push_back('.');
-  id_ += p.table;
-  id_.push_back(':');
-  id_ += std::to_string(chunk.number);
-  id_.push_back(':');
-  id_ += std::to_string(row);
-  const router::SnapshotRead read{marker, id_, now_ms()};
-  auto routed = router_.route_snapshot(change_, read);
-  if (!routed) {
-    fail(SnapshotFailure::kMapping, "snapshot: " + routed.error().reason);
-    return false;
+  if (!mapping_error.empty()) {
+    const std::string reason = "snapshot of " + p.schema + "." + p.table + ": " + mapping_error;
+    if (settings_.dead_letter_topic.empty()) {
+      fail(SnapshotFailure::kMapping, reason);
+      return false;
+    }
+    return dead_letter(t, unit, "mapping", reason, std::nullopt, true);
   }
-  const std::uint64_t unit =
-      (static_cast<std::uint64_t>(&t - tables_.data()) << kChunkBits) | (chunk.number & kChunkMask);
   for (const Record& rec : *routed) {
     const auto err = publisher_.publish(sink::RecordSource::kSnapshot, rec, unit);
     if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
       // Published again from this row when delivery reports free room (one record per row).
       return false;
+    }
+    if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE && !settings_.dead_letter_topic.empty()) {
+      // Over message.max.bytes (shared/cases/README.md item 12): its key and the reason.
+      if (!dead_letter(t, unit, "oversize",
+                       "snapshot row of " + p.schema + "." + p.table +
+                           " is larger than the "
+                           "producer's message.max.bytes",
+                       rec.key, false)) {
+        return false;
+      }
+      continue;
     }
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       fail(err == RD_KAFKA_RESP_ERR__FATAL ? SnapshotFailure::kRetry : SnapshotFailure::kDelivery,
@@ -437,6 +448,48 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
     }
     ++t.chunks.back().outstanding;
   }
+  return true;
+}
+
+bool Snapshotter::dead_letter(Table& t, std::uint64_t unit, std::string_view kind,
+                              const std::string& reason, std::optional<std::string_view> key,
+                              bool with_row) {
+  // Like a streamed change's dead-letter record (README "Error policy"): the reason in headers;
+  // for a row that cannot be mapped, its column texts as a JSON object.
+  const TableProgress& p = *t.progress;
+  std::string body;
+  if (with_row) {
+    body.push_back('{');
+    for (std::size_t i = 0; i < values_.size() && i < t.plan.name_json.size(); ++i) {
+      if (i > 0) body.push_back(',');
+      body += t.plan.name_json[i];
+      body.push_back(':');
+      if (values_[i]) {
+        json::append_string(body, *values_[i]);
+      } else {
+        body += "null";
+      }
+    }
+    body.push_back('}');
+  }
+  const std::string source = p.schema + "." + p.table;
+  const std::string lsn = progress_.lsn.to_string();
+  const Header headers[] = {{"walrelay.error.kind", kind},
+                            {"walrelay.error.reason", reason},
+                            {"walrelay.source", source},
+                            {"walrelay.lsn", lsn},
+                            {"id", id_}};
+  const Record rec{settings_.dead_letter_topic, key,
+                   with_row ? std::optional<std::string_view>(body) : std::nullopt, headers, 0};
+  const auto err = publisher_.publish(sink::RecordSource::kSnapshot, rec, unit);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    fail(SnapshotFailure::kDelivery, reason + "; publishing it to the dead-letter topic " +
+                                         settings_.dead_letter_topic +
+                                         " failed too: " + rd_kafka_err2str(err));
+    return false;
+  }
+  spdlog::warn("dead-lettered ({}) to {}: {}", kind, settings_.dead_letter_topic, reason);
+  ++t.chunks.back().outstanding;
   return true;
 }
 

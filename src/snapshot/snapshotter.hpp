@@ -58,6 +58,9 @@ class Snapshotter {
     std::size_t max_in_flight_bytes = 64ull * 1024 * 1024;
     decoder::NumericTokens numerics = decoder::NumericTokens::kNumbers;
     std::chrono::milliseconds progress_interval{5'000};
+    /// errors.policy dead_letter: a row that cannot be mapped or is over message.max.bytes goes
+    /// here instead of stopping the snapshot. Empty: stop (errors.policy fail).
+    std::string dead_letter_topic;
   };
   using Done = std::function<void(std::optional<SnapshotFailure>, const std::string& reason)>;
 
@@ -132,6 +135,9 @@ class Snapshotter {
   void on_chunk(Worker& w, std::expected<ResultPtr, std::string> result);
   void publish_rows(Worker& w);
   bool publish_row(Worker& w, int row, std::string_view marker);
+  /// Publishes a dead-letter record for the current row in its chunk; false if that failed.
+  bool dead_letter(Table& t, std::uint64_t unit, std::string_view kind, const std::string& reason,
+                   std::optional<std::string_view> key, bool with_row);
   /// Fills values_ with the texts of `row` of `res`.
   void row_values(const PGresult* res, int row);
   void finish_table_read(Worker& w);

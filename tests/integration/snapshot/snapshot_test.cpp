@@ -492,6 +492,25 @@ TEST_F(SnapshotTest, ASecondInstanceWaitsWhileTheFirstTakesTheSnapshot) {
   EXPECT_EQ(kafka_->read_all({topic("items")}, 60s).size(), 60'000u);
 }
 
+TEST_F(SnapshotTest, AnOversizeRowIsDeadLetteredUnderTheDeadLetterPolicy) {
+  pg_->exec("CREATE TABLE " + table("docs") + " (id int PRIMARY KEY, body text)");
+  pg_->exec("INSERT INTO " + table("docs") +
+            " SELECT g, CASE WHEN g = 2 THEN repeat(md5(g::text), 70000) ELSE 'small' END "
+            "FROM generate_series(1, 3) g");
+  auto cfg = snapshot_config({{table("docs")}});
+  cfg.extra_yaml = "errors:\n  policy: dead_letter\n  dead_letter_topic: \"" + name_ + ".dlq\"\n";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  const auto rows = kafka_->read_at_least({topic("docs")}, 2);
+  const auto dlq = kafka_->read_at_least({name_ + ".dlq"}, 1);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  ASSERT_EQ(rows.size(), 2u) << describe(rows);
+  ASSERT_EQ(dlq.size(), 1u) << describe(dlq);
+  EXPECT_EQ(dlq[0].header("walrelay.error.kind"), "oversize");
+  EXPECT_EQ(dlq[0].header("walrelay.source"), table("docs"));
+  EXPECT_EQ(dlq[0].key.value_or(""), "{\"id\":2}");
+}
+
 // ---- incremental snapshots (while streaming) ------------------------------------------------
 
 // A writer without pauses: many changes fall between a chunk's watermarks.
