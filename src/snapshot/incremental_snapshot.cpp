@@ -56,6 +56,17 @@ bool IncrementalSnapshot::busy() const {
   return phase_ != Phase::kIdle || next_table().has_value();
 }
 
+std::string IncrementalSnapshot::status() const {
+  const auto next = next_table();
+  if (!next) return "";
+  std::size_t queued = 0;
+  for (const auto& t : progress_.tables) queued += t.done ? 0 : 1;
+  const TableProgress& t = progress_.tables[phase_ != Phase::kIdle ? table_ : *next];
+  return "incremental snapshot of " + t.schema + "." + t.table + " at chunk " +
+         std::to_string(t.chunks) + " of ~" + std::to_string(settings_.chunk_size) + " rows (" +
+         std::to_string(queued) + " table(s) to go)";
+}
+
 std::optional<std::size_t> IncrementalSnapshot::next_table() const {
   for (std::size_t i = 0; i < progress_.tables.size(); ++i) {
     if (!progress_.tables[i].done) return i;

@@ -81,6 +81,8 @@ class IncrementalSnapshot {
 
   [[nodiscard]] bool window_open() const { return window_open_; }
   [[nodiscard]] bool busy() const;
+  /// For the progress line: the table being read, its chunks read and tables queued; "" when idle.
+  [[nodiscard]] std::string status() const;
 
  private:
   enum class Phase : std::uint8_t { kIdle, kReading, kWaitingHigh };
