@@ -18,6 +18,11 @@ namespace asio = boost::asio;
 
 namespace {
 
+std::string in_use_reason(const std::string& slot, std::optional<int> active_pid) {
+  return "replication slot '" + slot + "' is in use by another process (active_pid " +
+         (active_pid ? std::to_string(*active_pid) : std::string("?")) + ")";
+}
+
 std::string version_string() {
   return WALRELAY_VERSION;
 }
@@ -342,9 +347,14 @@ Connector::Outcome Connector::prepare() {
     return Outcome::kRetry;
   }
   if (locked->empty() || (*locked)[0][0].value_or("f") != "t") {
-    reason_ = "slot " + slot +
-              " is in use by another walrelay (it holds the slot's advisory lock: streaming or "
-              "taking its snapshot)";
+    auto holder = stream_->find_slot(slot);
+    if (holder && *holder && (*holder)->active) {
+      reason_ = in_use_reason(slot, (*holder)->active_pid);
+    } else {
+      reason_ = "slot " + slot +
+                " is in use by another walrelay (it holds the slot's advisory lock while it "
+                "takes the slot's snapshot or connects)";
+    }
     return Outcome::kStandby;
   }
 
@@ -420,8 +430,7 @@ Connector::Outcome Connector::prepare() {
       return fatal(ExitCode::kSlotLost);
     }
     if (s.active) {
-      reason_ = "replication slot '" + slot + "' is in use by another process (active_pid " +
-                (s.active_pid ? std::to_string(*s.active_pid) : std::string("?")) + ")";
+      reason_ = in_use_reason(slot, s.active_pid);
       return Outcome::kStandby;
     }
     start_lsn_ = s.confirmed_flush_lsn;
