@@ -603,7 +603,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
     if (handle_unmappable(reason, x.data, &c) && standalone) tracker_.commit();
     return;
   }
-  if (incremental_ && incremental_->window_open()) incremental_->on_streamed(*routed);
+  if (incremental_ && incremental_->collecting()) incremental_->on_streamed(*routed, c.xid);
   pending_ = *routed;
   pending_next_ = 0;
   pending_after_ = standalone ? AfterPublish::kStandalone : AfterPublish::kChange;

@@ -56,6 +56,19 @@ bool IncrementalSnapshot::busy() const {
   return phase_ != Phase::kIdle || next_table().has_value();
 }
 
+bool IncrementalSnapshot::superseded(const std::string& key) const {
+  if (window_keys_.contains(key)) return true;
+  auto it = pre_window_keys_.find(key);
+  if (it == pre_window_keys_.end()) return false;
+  // Changed before the low watermark by a transaction the chunk's snapshot did not see: still
+  // running for it (in xip) or started after it (xid >= xmax, in modulo-2^32 xid order).
+  for (std::uint32_t xid : it->second) {
+    if (static_cast<std::int32_t>(xid - snap_xmax_) >= 0) return true;
+    if (std::find(snap_xip_.begin(), snap_xip_.end(), xid) != snap_xip_.end()) return true;
+  }
+  return false;
+}
+
 std::string IncrementalSnapshot::status() const {
   const auto next = next_table();
   if (!next) return "";
@@ -191,6 +204,7 @@ void IncrementalSnapshot::start_chunk() {
   chunk_id_ = std::to_string(::getpid()) + "-" + std::to_string(++chunk_counter_);
   window_open_ = false;
   window_keys_.clear();
+  pre_window_keys_.clear();
   rows_.clear();
   // 1. The low watermark, committed before the chunk's SELECT starts.
   if (auto r = conn_->exec("SELECT pg_logical_emit_message(true, " +
@@ -201,6 +215,11 @@ void IncrementalSnapshot::start_chunk() {
     return;
   }
   phase_ = Phase::kReading;
+  // 2. The chunk in a REPEATABLE READ transaction whose snapshot is read back after it.
+  if (auto b = conn_->exec("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"); !b) {
+    retry_later("cannot start the chunk's transaction: " + b.error());
+    return;
+  }
   std::vector<std::optional<std::string>> params;
   std::vector<unsigned int> types;
   if (t.last_key) {
@@ -217,6 +236,7 @@ void IncrementalSnapshot::start_chunk() {
 void IncrementalSnapshot::on_rows(std::expected<ResultPtr, std::string> result) {
   if (phase_ != Phase::kReading) return;  // stopped meanwhile
   if (!result) {
+    (void)conn_->exec("ROLLBACK");
     TableProgress& t = progress_.tables[table_];
     if (is_changed_columns(conn_->last_sqlstate())) {
       // A column was dropped or renamed: the next chunk is planned on the table's new shape.
@@ -239,6 +259,28 @@ void IncrementalSnapshot::on_rows(std::expected<ResultPtr, std::string> result) 
     }
     retry_later("chunk of " + t.schema + "." + t.table + " failed: " + result.error());
     return;
+  }
+  // The snapshot the SELECT used: which transactions it saw (PostgreSQL docs §9.27.5,
+  // pg_current_snapshot: xmin:xmax:xip_list).
+  auto snap = conn_->exec("SELECT pg_current_snapshot()::text");
+  (void)conn_->exec("COMMIT");
+  if (!snap || PQntuples(snap->get()) != 1) {
+    retry_later("cannot read the chunk's snapshot");
+    return;
+  }
+  {
+    const std::string text = PQgetvalue(snap->get(), 0, 0);
+    const auto c1 = text.find(':');
+    const auto c2 = text.find(':', c1 + 1);
+    snap_xmax_ = static_cast<std::uint32_t>(std::strtoull(text.c_str() + c1 + 1, nullptr, 10));
+    snap_xip_.clear();
+    for (std::size_t at = c2 + 1; at < text.size();) {
+      const auto comma = text.find(',', at);
+      snap_xip_.push_back(
+          static_cast<std::uint32_t>(std::strtoull(text.c_str() + at, nullptr, 10)));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
   }
   PGresult* res = result->get();
   const int n = PQntuples(res);
@@ -268,10 +310,15 @@ void IncrementalSnapshot::on_rows(std::expected<ResultPtr, std::string> result) 
   phase_ = Phase::kWaitingHigh;
 }
 
-void IncrementalSnapshot::on_streamed(std::span<const Record> records) {
-  if (!window_open_) return;
+void IncrementalSnapshot::on_streamed(std::span<const Record> records, std::uint64_t xid) {
+  if (phase_ == Phase::kIdle) return;
   for (const Record& r : records) {
-    if (r.key && r.topic == topic_) window_keys_.insert(window_key(r.topic, *r.key));
+    if (!r.key || r.topic != topic_) continue;
+    if (window_open_) {
+      window_keys_.insert(window_key(r.topic, *r.key));
+    } else {
+      pre_window_keys_[window_key(r.topic, *r.key)].push_back(static_cast<std::uint32_t>(xid));
+    }
   }
 }
 
@@ -315,7 +362,7 @@ std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_wate
     auto routed = router_.route_snapshot(change_, read);
     if (!routed) return std::unexpected("incremental snapshot: " + routed.error().reason);
     for (const Record& r : *routed) {
-      if (r.key && window_keys_.contains(window_key(r.topic, *r.key))) {
+      if (r.key && superseded(window_key(r.topic, *r.key))) {
         ++superseded_;
         continue;
       }

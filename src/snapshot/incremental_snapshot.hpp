@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -74,12 +75,14 @@ class IncrementalSnapshot {
   std::expected<std::span<const Record>, std::string> on_watermark(std::string_view content,
                                                                    Lsn lsn, std::uint64_t xid,
                                                                    Lsn txn_next_lsn);
-  /// Records of a streamed change: while a window is open, their keys are remembered.
-  void on_streamed(std::span<const Record> records);
+  /// Records of a streamed change of transaction `xid`: while a chunk is in progress, their keys
+  /// are remembered (with the transaction, before the low watermark).
+  void on_streamed(std::span<const Record> records, std::uint64_t xid);
   /// The slot's confirmed position moved: progress of chunks confirmed by it is saved.
   void on_flushed(Lsn flush);
 
-  [[nodiscard]] bool window_open() const { return window_open_; }
+  /// True while streamed keys are collected (from a chunk's start to its high watermark).
+  [[nodiscard]] bool collecting() const { return phase_ != Phase::kIdle; }
   [[nodiscard]] bool busy() const;
   /// For the progress line: the table being read, its chunks read and tables queued; "" when idle.
   [[nodiscard]] std::string status() const;
@@ -103,6 +106,8 @@ class IncrementalSnapshot {
   };
 
   void start_chunk();
+  /// Whether the stream already carried a state of `key` newer than the chunk's snapshot.
+  [[nodiscard]] bool superseded(const std::string& key) const;
   void on_rows(std::expected<ResultPtr, std::string> result);
   void retry_later(const std::string& why);
   void save();
@@ -126,6 +131,14 @@ class IncrementalSnapshot {
   bool window_open_ = false;
   std::string topic_;  // the table's topic (window key matching)
   std::unordered_set<std::string> window_keys_;
+  // Keys streamed after the chunk started but before its low watermark, with the newest xid that
+  // touched each: a transaction whose commit record precedes the low watermark in the WAL can
+  // still be invisible to the chunk's snapshot (it leaves the ProcArray after its commit record
+  // is written), so its keys are dropped from the chunk when the snapshot did not see it.
+  std::unordered_map<std::string, std::vector<std::uint32_t>> pre_window_keys_;
+  // The chunk's snapshot (pg_current_snapshot() in the SELECT's transaction), 32-bit xids.
+  std::uint32_t snap_xmax_ = 0;
+  std::vector<std::uint32_t> snap_xip_;
   std::uint64_t superseded_ = 0;  // rows of the current table dropped for a streamed change
   std::vector<std::vector<std::optional<std::string>>> rows_;
   bool last_chunk_ = false;
