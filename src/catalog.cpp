@@ -222,6 +222,7 @@ const router::TableSchema* Catalog::table(std::string_view schema, std::string_v
   auto& slot = tables_[key];
   // Pointers handed out earlier stay valid (the router and the snapshot readers keep them): the
   // old shape is retired, not freed. Only DDL makes this grow.
+  if (slot && **loaded == *slot) return slot.get();  // unchanged: the same pointer
   if (slot) retired_.push_back(std::move(slot));
   slot = std::move(*loaded);
   return slot.get();

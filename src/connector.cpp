@@ -594,6 +594,9 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
       handle_snapshot_message(c, x.data)) {
     return;
   }
+  if (c.action == Action::kTruncate && incremental_ && incremental_->collecting()) {
+    incremental_->on_truncated(router_->topic_of(c.schema, c.table));
+  }
   const bool standalone = !in_txn_;
   if (standalone) tracker_.begin(c.lsn);
   auto routed = router_->route(c);

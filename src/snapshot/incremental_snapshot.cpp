@@ -56,8 +56,12 @@ bool IncrementalSnapshot::busy() const {
   return phase_ != Phase::kIdle || next_table().has_value();
 }
 
+void IncrementalSnapshot::on_truncated(std::string_view topic) {
+  if (phase_ != Phase::kIdle && topic == topic_) truncated_ = true;
+}
+
 bool IncrementalSnapshot::superseded(const std::string& key) const {
-  if (window_keys_.contains(key)) return true;
+  if (truncated_ || window_keys_.contains(key)) return true;
   auto it = pre_window_keys_.find(key);
   if (it == pre_window_keys_.end()) return false;
   // Changed before the low watermark by a transaction the chunk's snapshot did not see: still
@@ -119,13 +123,14 @@ std::vector<std::string> IncrementalSnapshot::execute(
     } else if (!(phase_ != Phase::kIdle &&
                  table_ == static_cast<std::size_t>(it - progress_.tables.begin()))) {
       *it = table_progress(schema, table);  // starts over
+      forget_pending(static_cast<std::size_t>(it - progress_.tables.begin()));
     } else {
       refused.push_back(name + ": its snapshot is running");
       continue;
     }
+    persist([&](TableProgress& d) { d = table_progress(schema, table); }, schema, table);
     spdlog::info("incremental snapshot of {} queued", name);
   }
-  save();
   asio::post(executor_, [this, alive = std::weak_ptr<int>(alive_)] {
     if (!alive.expired()) kick();
   });
@@ -140,16 +145,46 @@ void IncrementalSnapshot::stop(const std::vector<std::pair<std::string, std::str
                         });
     if (!listed || t.done) continue;
     t.done = true;
+    forget_pending(i);
+    persist([](TableProgress& d) { d.done = true; }, t.schema, t.table);
     spdlog::info("incremental snapshot of {}.{} stopped after {} rows", t.schema, t.table, t.rows);
     if (phase_ != Phase::kIdle && table_ == i) {
       // The chunk in flight is dropped: its watermarks are ignored when they arrive.
+      if (phase_ == Phase::kReading && conn_) {
+        conn_->close();  // its query's result must not arrive for another chunk
+        conn_.reset();
+      }
       phase_ = Phase::kIdle;
       window_open_ = false;
       chunk_id_.clear();
       rows_.clear();
     }
   }
-  save();
+  asio::post(executor_, [this, alive = std::weak_ptr<int>(alive_)] {
+    if (!alive.expired()) kick();
+  });
+}
+
+void IncrementalSnapshot::forget_pending(std::size_t table) {
+  // Chunks of an earlier run of this table must not move the new run's position.
+  std::erase_if(pending_, [&](const Pending& p) { return p.table == table; });
+}
+
+void IncrementalSnapshot::persist(const std::function<void(TableProgress&)>& change,
+                                  const std::string& schema, const std::string& table) {
+  SnapshotProgress durable;
+  if (auto loaded = store_.load(); loaded && *loaded) durable = std::move(**loaded);
+  durable.slot = progress_.slot;
+  auto it = std::find_if(durable.tables.begin(), durable.tables.end(),
+                         [&](auto& d) { return d.schema == schema && d.table == table; });
+  if (it == durable.tables.end()) {
+    durable.tables.push_back(table_progress(schema, table));
+    it = durable.tables.end() - 1;
+  }
+  change(*it);
+  if (auto saved = store_.save(durable); !saved) {
+    spdlog::warn("incremental snapshot: cannot save progress: {}", saved.error());
+  }
 }
 
 bool IncrementalSnapshot::ensure_connected() {
@@ -185,14 +220,16 @@ void IncrementalSnapshot::start_chunk() {
   if (!ensure_connected()) return;
   table_ = *next_table();
   TableProgress& t = progress_.tables[table_];
-  const router::TableSchema* shape = schemas_.table(t.schema, t.table, /*refresh=*/false);
+  // The table's current shape, read again for every chunk: columns added since the last chunk
+  // are read too (the catalog returns the same shape when nothing changed).
+  const router::TableSchema* shape = schemas_.table(t.schema, t.table, /*refresh=*/true);
   auto plan = shape != nullptr ? make_read_plan(*shape, router_.key_columns_of(t.schema, t.table))
                                : std::nullopt;
   if (!plan || plan->key.empty()) {
     spdlog::warn("incremental snapshot: {}.{} no longer exists or has no key; skipping it",
                  t.schema, t.table);
     t.done = true;
-    save();
+    persist([](TableProgress& d) { d.done = true; }, t.schema, t.table);
     kick();
     return;
   }
@@ -205,6 +242,7 @@ void IncrementalSnapshot::start_chunk() {
   window_open_ = false;
   window_keys_.clear();
   pre_window_keys_.clear();
+  truncated_ = false;
   rows_.clear();
   // 1. The low watermark, committed before the chunk's SELECT starts.
   if (auto r = conn_->exec("SELECT pg_logical_emit_message(true, " +
@@ -253,7 +291,7 @@ void IncrementalSnapshot::on_rows(std::expected<ResultPtr, std::string> result) 
                    t.schema, t.table, result.error());
       t.done = true;
       phase_ = Phase::kIdle;
-      save();
+      persist([](TableProgress& d) { d.done = true; }, t.schema, t.table);
       kick();
       return;
     }
@@ -402,6 +440,7 @@ std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_wate
   // this one (on_flushed).
   t.last_key = p.last_key.empty() && !t.last_key ? std::nullopt : std::optional(p.last_key);
   ++t.chunks;
+  t.rows += p.rows;
   if (last_chunk_) {
     t.done = true;
     spdlog::info(
@@ -421,68 +460,21 @@ std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_wate
 }
 
 void IncrementalSnapshot::on_flushed(Lsn flush) {
-  if (pending_.empty() || pending_.front().next_lsn > flush) return;
-  SnapshotProgress durable;
-  // What is written is the position Kafka has confirmed: load the file's view and apply the
-  // confirmed chunks to it.
-  auto loaded = store_.load();
-  if (loaded && *loaded) durable = std::move(**loaded);
-  durable.slot = progress_.slot;
   while (!pending_.empty() && pending_.front().next_lsn <= flush) {
-    const Pending& p = pending_.front();
-    const TableProgress& live = progress_.tables[p.table];
-    auto it = std::find_if(durable.tables.begin(), durable.tables.end(), [&](auto& d) {
-      return d.schema == live.schema && d.table == live.table;
-    });
-    if (it == durable.tables.end()) {
-      durable.tables.push_back(table_progress(live.schema, live.table));
-      it = durable.tables.end() - 1;
-    }
-    if (!p.last_key.empty()) it->last_key = p.last_key;
-    it->rows += p.rows;
-    ++it->chunks;
-    if (p.done) {
-      it->done = true;
-      spdlog::info("incremental snapshot: {}.{} done: {} rows", it->schema, it->table, it->rows);
-    }
+    const Pending p = pending_.front();
     pending_.pop_front();
-  }
-  // Tables queued or stopped since are taken from the live view.
-  for (const auto& live : progress_.tables) {
-    auto it = std::find_if(durable.tables.begin(), durable.tables.end(), [&](auto& d) {
-      return d.schema == live.schema && d.table == live.table;
-    });
-    if (it == durable.tables.end()) {
-      durable.tables.push_back(table_progress(live.schema, live.table, live.done));
-    } else if (live.done && live.rows == 0 && !live.last_key) {
-      it->done = true;  // stopped
-    }
-  }
-  if (auto saved = store_.save(durable); !saved) {
-    spdlog::warn("incremental snapshot: cannot save progress: {}", saved.error());
-  }
-}
-
-void IncrementalSnapshot::save() {
-  // Queue changes (new tables, stops) are saved at once; positions only when confirmed.
-  SnapshotProgress durable;
-  auto loaded = store_.load();
-  if (loaded && *loaded) durable = std::move(**loaded);
-  durable.slot = progress_.slot;
-  for (const auto& live : progress_.tables) {
-    auto it = std::find_if(durable.tables.begin(), durable.tables.end(), [&](auto& d) {
-      return d.schema == live.schema && d.table == live.table;
-    });
-    if (it == durable.tables.end()) {
-      durable.tables.push_back(table_progress(live.schema, live.table, live.done));
-    } else if (live.rows == 0 && !live.last_key && live.chunks == 0) {
-      *it = table_progress(live.schema, live.table, live.done);  // queued again, or stopped
-    } else if (live.done && !it->done && pending_.empty()) {
-      it->done = true;
-    }
-  }
-  if (auto saved = store_.save(durable); !saved) {
-    spdlog::warn("incremental snapshot: cannot save progress: {}", saved.error());
+    const TableProgress& live = progress_.tables[p.table];
+    persist(
+        [&](TableProgress& d) {
+          if (!p.last_key.empty()) d.last_key = p.last_key;
+          d.rows += p.rows;
+          ++d.chunks;
+          if (p.done) {
+            d.done = true;
+            spdlog::info("incremental snapshot: {}.{} done: {} rows", d.schema, d.table, d.rows);
+          }
+        },
+        live.schema, live.table);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <expected>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -78,6 +79,9 @@ class IncrementalSnapshot {
   /// Records of a streamed change of transaction `xid`: while a chunk is in progress, their keys
   /// are remembered (with the transaction, before the low watermark).
   void on_streamed(std::span<const Record> records, std::uint64_t xid);
+  /// A TRUNCATE of a table publishing to `topic` was streamed: a chunk of it in progress holds
+  /// rows that may no longer exist, and is dropped whole (rows inserted since are streamed).
+  void on_truncated(std::string_view topic);
   /// The slot's confirmed position moved: progress of chunks confirmed by it is saved.
   void on_flushed(Lsn flush);
 
@@ -110,7 +114,10 @@ class IncrementalSnapshot {
   [[nodiscard]] bool superseded(const std::string& key) const;
   void on_rows(std::expected<ResultPtr, std::string> result);
   void retry_later(const std::string& why);
-  void save();
+  /// Applies `change` to the durable record of `schema.table` (created when missing) and saves.
+  void persist(const std::function<void(TableProgress&)>& change, const std::string& schema,
+               const std::string& table);
+  void forget_pending(std::size_t table);
   bool ensure_connected();
   std::optional<std::size_t> next_table() const;
 
@@ -139,7 +146,9 @@ class IncrementalSnapshot {
   // The chunk's snapshot (pg_current_snapshot() in the SELECT's transaction), 32-bit xids.
   std::uint32_t snap_xmax_ = 0;
   std::vector<std::uint32_t> snap_xip_;
-  std::uint64_t superseded_ = 0;  // rows of the current table dropped for a streamed change
+  std::uint64_t superseded_ = 0;
+  bool truncated_ = false;  // the chunk's table was truncated while the chunk was in progress
+                            // rows of the current table dropped for a streamed change
   std::vector<std::vector<std::optional<std::string>>> rows_;
   bool last_chunk_ = false;
   std::deque<Pending> pending_;

@@ -167,7 +167,9 @@ void Snapshotter::next_table(Worker& w) {
 bool Snapshotter::prepare_table(Worker& w, Table& t) {
   TableProgress& p = *t.progress;
   // The cached shape: a refresh would invalidate the router's pointer to it.
-  const router::TableSchema* shape = schemas_.table(p.schema, p.table, /*refresh=*/false);
+  // The table's current shape (columns added since start-up included); the catalog keeps the
+  // pointers it handed out valid.
+  const router::TableSchema* shape = schemas_.table(p.schema, p.table, /*refresh=*/true);
   if (shape == nullptr) {
     spdlog::warn("snapshot: table {}.{} no longer exists; skipping it", p.schema, p.table);
     p.done = true;

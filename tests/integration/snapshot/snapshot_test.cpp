@@ -676,6 +676,60 @@ TEST_F(SnapshotTest, ARowOfTheSignalTableStartsAnIncrementalSnapshot) {
   EXPECT_TRUE(kafka_->read_all({topic("signals")}).empty());
 }
 
+TEST_F(SnapshotTest, AStoppedSnapshotStaysStoppedAndTheNextTableGoesOn) {
+  create_rows_table("big", 200'000);
+  create_rows_table("small", 10);
+  auto cfg = make_config({{table("big")}, {table("small")}});
+  cfg.snapshot_lines = "  chunk_size: 100\n";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  auto signal = [&](const std::string& type) {
+    pg_->exec("SELECT pg_logical_emit_message(true, 'walrelay-signal', " +
+              sql_literal("{\"type\":\"" + type + "\",\"data\":{\"data-collections\":[\"" +
+                          table("big") + "\"" +
+                          (type == "execute-snapshot" ? ",\"" + table("small") + "\"" : "") +
+                          "],\"type\":\"incremental\"}}") +
+              ")");
+  };
+  signal("execute-snapshot");
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: reading " + table("big"))) << proc.logs();
+  signal("stop-snapshot");
+  EXPECT_TRUE(proc.wait_for_log("incremental snapshot of " + table("big") + " stopped"))
+      << proc.logs();
+  EXPECT_TRUE(proc.wait_for_log("incremental snapshot: " + table("small") + " done", 60s))
+      << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  WalrelayProcess again(cfg.to_yaml());
+  start_streaming(again, name_);
+  pg_->exec("UPDATE " + table("small") + " SET v = 5 WHERE id = 1");
+  ASSERT_FALSE(kafka_->read_at_least({topic("small")}, 11).empty());
+  ASSERT_TRUE(stop_gracefully(again, name_));
+  EXPECT_EQ(again.stderr_text().find("resuming " + table("big")), std::string::npos)
+      << again.logs();
+  EXPECT_EQ(again.stderr_text().find("reading " + table("big")), std::string::npos) << again.logs();
+}
+
+TEST_F(SnapshotTest, AnIncrementalSnapshotReadsColumnsAddedSinceStartUp) {
+  create_rows_table("items", 20);
+  auto cfg = make_config({{table("items")}});
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  pg_->exec("UPDATE " + table("items") + " SET v = v WHERE id = 1");  // the shape is cached now
+  ASSERT_EQ(kafka_->read_at_least({topic("items")}, 1).size(), 1u);
+  pg_->exec("ALTER TABLE " + table("items") + " ADD COLUMN y int NOT NULL DEFAULT 9");
+  pg_->exec("SELECT pg_logical_emit_message(true, 'walrelay-signal', " +
+            sql_literal("{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
+                        table("items") + "\"]}}") +
+            ")");
+  const auto recs = kafka_->read_at_least({topic("items")}, 21);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  ASSERT_EQ(recs.size(), 21u) << describe(recs);
+  for (const auto& r : recs) {
+    if (json_string_at(*r.value, "/op") != "r") continue;
+    EXPECT_EQ(json_at(*r.value, "/after/y"), "9") << *r.value;
+  }
+}
+
 TEST_F(SnapshotTest, ATableAddedToTheConfigurationIsReadWhileStreaming) {
   create_rows_table("first", 5);
   auto cfg = snapshot_config({{table("first")}});

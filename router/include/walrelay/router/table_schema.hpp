@@ -17,6 +17,8 @@ struct ColumnInfo {
   /// storage is not PLAIN. Only such columns may be missing from an UPDATE's new row
   /// (PostgreSQL docs §73.2 "TOAST"; wal2json skips unchanged TOASTed values).
   bool toastable = false;
+
+  friend bool operator==(const ColumnInfo&, const ColumnInfo&) = default;
 };
 
 /// A table's shape from the catalog: what the router needs besides the change itself.
@@ -33,6 +35,8 @@ struct TableSchema {
   std::vector<std::vector<std::string>> unique_keys;
   std::string root_schema;  ///< partitioned tables: the root of a leaf (pg_partition_root);
   std::string root_table;   ///<   otherwise the table itself
+
+  friend bool operator==(const TableSchema&, const TableSchema&) = default;
 
   [[nodiscard]] const ColumnInfo* column(std::string_view name) const {
     for (const auto& c : columns) {
