@@ -56,6 +56,19 @@ bool IncrementalSnapshot::busy() const {
   return phase_ != Phase::kIdle || next_table().has_value();
 }
 
+bool IncrementalSnapshot::write_watermark(const std::string& kind) {
+  // A transactional logical message, committed on its own (autocommit): it enters the stream at
+  // its commit, in commit order with every other transaction.
+  if (auto r = conn_->exec("SELECT pg_logical_emit_message(true, " +
+                           replication::quote_literal(kWatermarkPrefix) + ", " +
+                           replication::quote_literal(kind + ":" + chunk_id_) + ")");
+      !r) {
+    retry_later("cannot write the " + kind + " watermark: " + r.error());
+    return false;
+  }
+  return true;
+}
+
 void IncrementalSnapshot::on_truncated(std::string_view topic) {
   if (phase_ != Phase::kIdle && topic == topic_) truncated_ = true;
 }
@@ -245,13 +258,7 @@ void IncrementalSnapshot::start_chunk() {
   truncated_ = false;
   rows_.clear();
   // 1. The low watermark, committed before the chunk's SELECT starts.
-  if (auto r = conn_->exec("SELECT pg_logical_emit_message(true, " +
-                           replication::quote_literal(kWatermarkPrefix) + ", " +
-                           replication::quote_literal("low:" + chunk_id_) + ")");
-      !r) {
-    retry_later("cannot write the low watermark: " + r.error());
-    return;
-  }
+  if (!write_watermark("low")) return;
   phase_ = Phase::kReading;
   // 2. The chunk in a REPEATABLE READ transaction whose snapshot is read back after it.
   if (auto b = conn_->exec("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"); !b) {
@@ -338,13 +345,7 @@ void IncrementalSnapshot::on_rows(std::expected<ResultPtr, std::string> result) 
   }
   last_chunk_ = static_cast<std::size_t>(n) < settings_.chunk_size;
   // 3. The high watermark, committed after the SELECT's result is complete.
-  if (auto w = conn_->exec("SELECT pg_logical_emit_message(true, " +
-                           replication::quote_literal(kWatermarkPrefix) + ", " +
-                           replication::quote_literal("high:" + chunk_id_) + ")");
-      !w) {
-    retry_later("cannot write the high watermark: " + w.error());
-    return;
-  }
+  if (!write_watermark("high")) return;
   phase_ = Phase::kWaitingHigh;
 }
 

@@ -110,6 +110,8 @@ class IncrementalSnapshot {
   };
 
   void start_chunk();
+  /// Commits the "low" or "high" watermark of the current chunk; false (retrying later) on error.
+  bool write_watermark(const std::string& kind);
   /// Whether the stream already carried a state of `key` newer than the chunk's snapshot.
   [[nodiscard]] bool superseded(const std::string& key) const;
   void on_rows(std::expected<ResultPtr, std::string> result);
