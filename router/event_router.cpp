@@ -768,25 +768,39 @@ bool EventRouter::append_after_image(std::string& out, const decoder::Change& c,
 bool EventRouter::append_key(std::string& out, const std::vector<decoder::Column>& image,
                              const Rule& rule, const std::vector<std::string_view>& pk,
                              std::string& err) {
-  // Key columns in column order, compact JSON: what Debezium's JsonConverter prints with
-  // schemas disabled, so murmur2 places the key where Debezium did.
+  // Key columns in the key's own order, compact JSON: what Debezium's JsonConverter prints with
+  // schemas disabled (the primary key constraint's column order, message.key.columns as listed,
+  // the REPLICA IDENTITY index's order), so murmur2 places the key where Debezium did. wal2json
+  // lists `pk` in column order: the catalog's order is used when it names the same columns.
+  key_order_.clear();
+  if (!rule.key_columns.empty()) {
+    for (const auto& k : rule.key_columns) key_order_.emplace_back(k);
+  } else {
+    const bool catalog_agrees =
+        rule.schema != nullptr && rule.schema->primary_key.size() == pk.size() &&
+        std::all_of(pk.begin(), pk.end(),
+                    [&](std::string_view k) { return contains(rule.schema->primary_key, k); });
+    if (catalog_agrees) {
+      for (const auto& k : rule.schema->primary_key) key_order_.emplace_back(k);
+    } else {
+      key_order_.assign(pk.begin(), pk.end());
+    }
+  }
   out.push_back('{');
   bool any = false;
-  for (std::size_t i = 0; i < image.size(); ++i) {
-    const auto& col = image[i];
-    const bool is_key =
-        rule.key_columns.empty() ? contains(pk, col.name) : contains(rule.key_columns, col.name);
-    if (!is_key) continue;
+  for (std::string_view name : key_order_) {
+    const decoder::Column* col = find_column(image, name);
+    if (col == nullptr) continue;
     if (any) out.push_back(',');
     any = true;
-    out.append(col.name_json);
+    out.append(col->name_json);
     out.push_back(':');
     std::int32_t typmod = -1;
     if (rule.schema != nullptr) {
-      if (const ColumnInfo* ci = rule.schema->column(col.name)) typmod = ci->typmod;
+      if (const ColumnInfo* ci = rule.schema->column(col->name)) typmod = ci->typmod;
     }
-    if (!append_value(out, col.value, col.type_oid, typmod, types_, value_opts_, err)) {
-      err = "key column " + std::string(col.name) + ": " + err;
+    if (!append_value(out, col->value, col->type_oid, typmod, types_, value_opts_, err)) {
+      err = "key column " + std::string(col->name) + ": " + err;
       return false;
     }
   }

@@ -135,7 +135,7 @@ std::expected<std::unique_ptr<router::TableSchema>, std::string> Catalog::load(
                    "JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid "
                    "AND a.attnum = ANY (i.indkey) "
                    "WHERE i.indrelid = $1 AND i.indisprimary AND i.indimmediate "
-                   "ORDER BY a.attnum",
+                   "ORDER BY array_position(i.indkey::int2[], a.attnum)",
                    {relid});
   if (!pk.ok()) return std::unexpected(trim(PQresultErrorMessage(pk.res)));
   for (int i = 0; i < pk.rows(); ++i) ts->primary_key.push_back(pk.get(i, 0));
@@ -145,7 +145,8 @@ std::expected<std::unique_ptr<router::TableSchema>, std::string> Catalog::load(
                      "SELECT a.attname FROM pg_catalog.pg_index i "
                      "JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid "
                      "AND a.attnum = ANY (i.indkey) "
-                     "WHERE i.indrelid = $1 AND i.indisreplident ORDER BY a.attnum",
+                     "WHERE i.indrelid = $1 AND i.indisreplident "
+                     "ORDER BY array_position(i.indkey::int2[], a.attnum)",
                      {relid});
     if (!ri.ok()) return std::unexpected(trim(PQresultErrorMessage(ri.res)));
     for (int i = 0; i < ri.rows(); ++i) ts->replica_identity_index.push_back(ri.get(i, 0));

@@ -124,12 +124,13 @@ constexpr const char* kInsert =
 
 }  // namespace
 
-TEST(Router, InsertBecomesCreateEventKeyedByPrimaryKeyInColumnOrder) {
+TEST(Router, InsertBecomesCreateEventKeyedByPrimaryKey) {
   Harness h;
   auto out = h.route(kInsert);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].topic, "billing.public.invoices");
-  EXPECT_EQ(out[0].key, R"({"b":2,"a":"x"})");
+  // No catalog shape here: the key columns in the order of wal2json's `pk`.
+  EXPECT_EQ(out[0].key, R"({"a":"x","b":2})");
   // numeric keeps its digits, as a string in the native value format.
   EXPECT_EQ(
       out[0].value->rfind(
@@ -224,6 +225,25 @@ TEST(Router, OperationsFilterPerTable) {
   only_deletes.update = false;
   h.cfg.tables[0].operations = only_deletes;
   EXPECT_TRUE(h.route(kInsert).empty());
+}
+
+// Issue "Debezium drop-in" item 1: for PRIMARY KEY (b, a) on columns (a, b, v) Debezium's key is
+// {"b":"x","a":1}; message.key.columns keeps the listed order. wal2json lists pk in column order.
+TEST(Router, KeyColumnsFollowTheKeysDeclarationOrder) {
+  const std::string line =
+      R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"invoices","columns":[{"name":"a","typeoid":23,"value":1},{"name":"b","typeoid":25,"value":"x"},{"name":"v","typeoid":25,"value":"y"}],"pk":[{"name":"a","typeoid":23},{"name":"b","typeoid":25}]})";
+  Harness h;
+  TableSchema ts;
+  ts.schema = ts.root_schema = "public";
+  ts.table = ts.root_table = "invoices";
+  ts.columns = {ColumnInfo{"a", 23, -1, true, false}, ColumnInfo{"b", 25, -1, true, true},
+                ColumnInfo{"v", 25, -1, false, true}};
+  ts.primary_key = {"b", "a"};  // the constraint's order, as the catalog reads it
+  h.schemas.tables["public.invoices"] = ts;
+  EXPECT_EQ(h.route(line)[0].key, R"({"b":"x","a":1})");
+  Harness listed;
+  listed.cfg.tables[0].key_columns = {"v", "a"};
+  EXPECT_EQ(listed.route(line)[0].key, R"({"v":"y","a":1})");
 }
 
 TEST(Router, TableWithoutPrimaryKeyGetsNullKeyOrConfiguredKeyColumns) {

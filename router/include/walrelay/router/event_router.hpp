@@ -185,8 +185,9 @@ class EventRouter {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::size_t used_slots_ = 0;
   std::vector<Record> records_;
-  std::string scratch_;
+    std::string scratch_;
   std::string scratch2_;
+  std::vector<std::string_view> key_order_;  // append_key's column order, reused
   std::uint64_t nan_as_null_ = 0;
   std::unordered_set<std::string> nan_warned_;
   std::string message_buffer_;                   // padded copy of a message's content
