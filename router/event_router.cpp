@@ -961,9 +961,23 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
         }
       }
       if (key_changed) {
+        // Debezium's headers on a primary-key change: __debezium.newkey on the delete and its
+        // tombstone, __debezium.oldkey on the create, each the other record's key.
         if (!emit('d', &c.identity, &c.identity, false)) return fail(err);
-        if (rule.tombstones) add_tombstone(*slots_[used_slots_ - 1]);
+        const std::size_t del = used_slots_ - 1;
+        if (rule.tombstones) add_tombstone(*slots_[del]);
+        const std::size_t tomb = rule.tombstones ? used_slots_ - 1 : del;
         if (!emit('c', &c.columns, nullptr, true)) return fail(err);
+        Slot& created = *slots_[used_slots_ - 1];
+        for (std::size_t i : {del, tomb}) {
+          if (i == tomb && !rule.tombstones) continue;
+          Slot& s = *slots_[i];
+          s.header_names.push_back("__debezium.newkey");
+          s.header_values.push_back(created.has_key ? created.key : std::string("null"));
+        }
+        created.header_names.push_back("__debezium.oldkey");
+        created.header_values.push_back(slots_[del]->has_key ? slots_[del]->key
+                                                             : std::string("null"));
         return {};
       }
       if (!emit('u', &c.columns, &c.identity, true)) return fail(err);

@@ -202,6 +202,11 @@ TEST(Router, PrimaryKeyChangeBecomesDeleteTombstoneCreate) {
   EXPECT_EQ(out[2].value->rfind(R"({"before":null,"after":{"region":"eu","no":10,"v":"x"})", 0),
             0u);
   EXPECT_TRUE(has(*out[2].value, R"("op":"c")"));
+  // Debezium's headers naming the other key (issue "Debezium drop-in" item 5).
+  EXPECT_EQ(out[0].headers["__debezium.newkey"], R"({"region":"eu","no":10})");
+  EXPECT_EQ(out[1].headers["__debezium.newkey"], R"({"region":"eu","no":10})");
+  EXPECT_EQ(out[2].headers["__debezium.oldkey"], R"({"region":"eu","no":1})");
+  EXPECT_FALSE(out[2].headers.contains("__debezium.newkey"));
 }
 
 TEST(Router, TruncateIsOffByDefaultAndAnEventWhenEnabled) {
