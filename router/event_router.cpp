@@ -611,6 +611,12 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route(const de
   return collect_records();
 }
 
+std::string_view EventRouter::column_name_json(const std::string& name) {
+  auto [it, inserted] = name_json_cache_.try_emplace(name);
+  if (inserted) json::append_string(it->second, name);
+  return it->second;
+}
+
 std::vector<std::string> EventRouter::key_columns_of(std::string_view schema,
                                                      std::string_view table) {
   const Rule& rule = rule_for(schema, table);
@@ -918,8 +924,27 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
     if (key_image != nullptr) has_key = append_key(s.key, *key_image, rule, c.pk, err);
     if (!err.empty()) return false;
     s.value = "{\"before\":";
-    if (before == nullptr || before->empty()) {
+    // Under REPLICA IDENTITY DEFAULT (or an index) the old row is only its key. Debezium's
+    // format writes `before: null` for an UPDATE then, and for a DELETE every column with the
+    // non-key ones null; the native format keeps what is known, the key columns only (a value
+    // that is not known never looks like a SQL NULL there).
+    const bool key_only_before = before != nullptr && !before->empty() && rule.schema != nullptr &&
+                                 before->size() < rule.schema->columns.size();
+    if (before == nullptr || before->empty() ||
+        (key_only_before && debezium_format() && op == 'u')) {
       s.value += "null";
+    } else if (key_only_before && debezium_format() && op == 'd') {
+      padded_.clear();
+      for (std::size_t i = 0; i < rule.schema->columns.size(); ++i) {
+        const ColumnInfo& ci = rule.schema->columns[i];
+        if (const decoder::Column* known = find_column(*before, ci.name)) {
+          padded_.push_back(*known);
+        } else {
+          padded_.push_back(
+              decoder::Column{ci.name, column_name_json(ci.name), ci.type_oid, "null"});
+        }
+      }
+      append_image(s.value, padded_, rule, err);
     } else {
       append_image(s.value, *before, rule, err);
     }

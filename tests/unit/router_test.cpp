@@ -580,3 +580,30 @@ TEST(Router, SnapshotOfAnOutboxTableGivesNothing) {
   ASSERT_TRUE(recs);
   EXPECT_TRUE(recs->empty());
 }
+
+// Issue "Debezium drop-in" item 3: under REPLICA IDENTITY DEFAULT Debezium writes before: null on
+// an UPDATE that keeps the key, and on a DELETE every column with the non-key ones null. The native
+// format keeps the key columns only.
+TEST(Router, KeyOnlyBeforeImageInBothFormats) {
+  const std::string update =
+      R"({"action":"U","xid":5,"lsn":"0/10","schema":"public","table":"invoices","columns":[{"name":"id","typeoid":23,"value":7},{"name":"n","typeoid":23,"value":2},{"name":"note","typeoid":25,"value":"b"}],"identity":[{"name":"id","typeoid":23,"value":7}],"pk":[{"name":"id","typeoid":23}]})";
+  const std::string del =
+      R"({"action":"D","xid":5,"lsn":"0/10","schema":"public","table":"invoices","identity":[{"name":"id","typeoid":23,"value":7}],"pk":[{"name":"id","typeoid":23}]})";
+  TableSchema ts;
+  ts.schema = ts.root_schema = "public";
+  ts.table = ts.root_table = "invoices";
+  ts.columns = {ColumnInfo{"id", 23, -1, true, false}, ColumnInfo{"n", 23, -1, false, false},
+                ColumnInfo{"note", 25, -1, false, true}};
+  ts.primary_key = {"id"};
+  Harness deb;
+  deb.cfg.events.value_format = "debezium";
+  deb.schemas.tables["public.invoices"] = ts;
+  EXPECT_EQ(deb.route(update)[0].value->rfind(R"({"before":null,"after":{"id":7,"n":2,)", 0), 0u);
+  EXPECT_EQ(
+      deb.route(del)[0].value->rfind(R"({"before":{"id":7,"n":null,"note":null},"after":null,)", 0),
+      0u);
+  Harness native;
+  native.schemas.tables["public.invoices"] = ts;
+  EXPECT_EQ(native.route(update)[0].value->rfind(R"({"before":{"id":7},"after":{"id":7,)", 0), 0u);
+  EXPECT_EQ(native.route(del)[0].value->rfind(R"({"before":{"id":7},"after":null,)", 0), 0u);
+}
