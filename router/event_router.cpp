@@ -176,8 +176,12 @@ bool validate_value(simdjson::ondemand::value v, int depth) {
       bool b = false;
       return !v.get_bool().get(b);
     }
-    case od::json_type::null:
-      return v.is_null();
+    case od::json_type::null: {
+      // A token that only starts like null (`name`) is an error, not a throw (found by the
+      // fuzzer: simdjson_result<bool> converted to bool throws on error).
+      bool is_null = false;
+      return !v.is_null().get(is_null) && is_null;
+    }
   }
   return false;
 }
