@@ -775,6 +775,20 @@ WalrelayConfig IntegrationTest::make_config(std::vector<TableEntry> tables) cons
 }
 
 void IntegrationTest::start_streaming(WalrelayProcess& proc, const std::string& slot) {
+  // Streaming = START_REPLICATION succeeded (walrelay logs "streaming: " right after it; the logs
+  // accumulate over restarts, so count them). The slot alone is not enough: it is active already
+  // while CREATE_REPLICATION_SLOT waits for running transactions to end, and a change committed
+  // before the slot's consistent point is not in the slot.
+  const auto streaming_lines = [&] {
+    const std::string text = proc.stderr_text();
+    std::size_t n = 0;
+    for (auto pos = text.find(" streaming: "); pos != std::string::npos;
+         pos = text.find(" streaming: ", pos + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const std::size_t before = streaming_lines();
   proc.start();
   bool exited = false;
   const bool ok = wait_until([&] {
@@ -783,7 +797,7 @@ void IntegrationTest::start_streaming(WalrelayProcess& proc, const std::string& 
       return true;
     }
     auto s = slot_state(*pg_, slot);
-    return s && s->active;
+    return s && s->active && streaming_lines() > before;
   });
   if (!ok || exited) {
     throw std::runtime_error(
