@@ -87,4 +87,15 @@ std::uint32_t TypeRegistry::resolve_domain(std::uint32_t type_oid) const {
   return current;
 }
 
+std::int32_t TypeRegistry::domain_typmod(std::uint32_t type_oid) const {
+  std::uint32_t current = type_oid;
+  for (std::size_t hops = 0; hops <= types_.size(); ++hops) {
+    const TypeInfo* t = find(current);
+    if (t == nullptr || t->kind != 'd' || t->base == 0) return -1;
+    if (t->base_typmod >= 0) return t->base_typmod;
+    current = t->base;
+  }
+  return -1;
+}
+
 }  // namespace walrelay::router

@@ -1207,6 +1207,8 @@ bool map_array(std::string& out, std::string_view text, const Resolved& r, std::
   const auto depth = static_cast<std::size_t>(ctx.depth);
   if (bufs.size() <= depth) bufs.resize(depth + 1);
   std::string& buf = bufs[depth];
+  // An array of a domain: the column has no modifier, the domain carries its base type's.
+  if (typmod < 0 && element.oid != r.element) typmod = ctx.types.domain_typmod(r.element);
   ArrayParser parser(out, text, delim, element, typmod, ctx, buf);
   return parser.parse();
 }
@@ -1247,6 +1249,8 @@ bool append_value(std::string& out, std::string_view token, std::uint32_t type_o
              r.kind != Kind::kBool) {
     return fail(ctx, type_oid, token, "expected a JSON string token");
   }
+  // A domain column has no modifier of its own (atttypmod -1): use its base type's.
+  if (typmod < 0 && r.oid != type_oid) typmod = types.domain_typmod(type_oid);
   return map_scalar(out, text, !quoted, r, typmod, ctx);
 }
 

@@ -38,7 +38,21 @@ Result exec(PGconn* conn, const char* sql, std::initializer_list<std::string_vie
 
 constexpr const char* kTypesSql =
     "SELECT t.oid, format_type(t.oid, NULL), t.typcategory, t.typtype, t.typelem, "
-    "t.typbasetype, t.typdelim FROM pg_catalog.pg_type t";
+    "t.typbasetype, t.typdelim, t.typtypmod FROM pg_catalog.pg_type t";
+
+// One row of kTypesSql.
+router::TypeInfo type_info(const Result& r, int i) {
+  router::TypeInfo t;
+  t.oid = static_cast<std::uint32_t>(std::stoul(r.get(i, 0)));
+  t.name = r.get(i, 1);
+  t.category = r.get(i, 2).empty() ? 'U' : r.get(i, 2)[0];
+  t.kind = r.get(i, 3).empty() ? 'b' : r.get(i, 3)[0];
+  t.element = t.category == 'A' ? static_cast<std::uint32_t>(std::stoul(r.get(i, 4))) : 0;
+  t.base = static_cast<std::uint32_t>(std::stoul(r.get(i, 5)));
+  t.delimiter = r.get(i, 6).empty() ? ',' : r.get(i, 6)[0];
+  t.base_typmod = static_cast<std::int32_t>(std::stol(r.get(i, 7)));
+  return t;
+}
 
 }  // namespace
 
@@ -75,17 +89,7 @@ std::expected<void, std::string> Catalog::connect() {
     last_error_ = trim(PQresultErrorMessage(r.res));
     return std::unexpected("cannot read pg_type: " + last_error_);
   }
-  for (int i = 0; i < r.rows(); ++i) {
-    router::TypeInfo t;
-    t.oid = static_cast<std::uint32_t>(std::stoul(r.get(i, 0)));
-    t.name = r.get(i, 1);
-    t.category = r.get(i, 2).empty() ? 'U' : r.get(i, 2)[0];
-    t.kind = r.get(i, 3).empty() ? 'b' : r.get(i, 3)[0];
-    t.element = t.category == 'A' ? static_cast<std::uint32_t>(std::stoul(r.get(i, 4))) : 0;
-    t.base = static_cast<std::uint32_t>(std::stoul(r.get(i, 5)));
-    t.delimiter = r.get(i, 6).empty() ? ',' : r.get(i, 6)[0];
-    types_.add(std::move(t));
-  }
+  for (int i = 0; i < r.rows(); ++i) types_.add(type_info(r, i));
   return {};
 }
 
@@ -184,19 +188,16 @@ std::expected<std::unique_ptr<router::TableSchema>, std::string> Catalog::load(
   }
 
   // Types created after start-up (enums, domains, composites) are read on first use.
+  // An array's element and a domain's base may be new too (an array of a new domain over a new
+  // enum): follow them, a few hops at most.
   for (const auto& c : ts->columns) {
-    if (types_.find(c.type_oid) != nullptr) continue;
-    Result t = exec(conn_, (std::string(kTypesSql) + " WHERE t.oid = $1::oid").c_str(),
-                    {std::to_string(c.type_oid)});
-    if (t.ok() && t.rows() == 1) {
-      router::TypeInfo info;
-      info.oid = c.type_oid;
-      info.name = t.get(0, 1);
-      info.category = t.get(0, 2).empty() ? 'U' : t.get(0, 2)[0];
-      info.kind = t.get(0, 3).empty() ? 'b' : t.get(0, 3)[0];
-      info.element = info.category == 'A' ? static_cast<std::uint32_t>(std::stoul(t.get(0, 4))) : 0;
-      info.base = static_cast<std::uint32_t>(std::stoul(t.get(0, 5)));
-      info.delimiter = t.get(0, 6).empty() ? ',' : t.get(0, 6)[0];
+    std::uint32_t next = c.type_oid;
+    for (int hops = 0; hops < 8 && next != 0 && types_.find(next) == nullptr; ++hops) {
+      Result t = exec(conn_, (std::string(kTypesSql) + " WHERE t.oid = $1::oid").c_str(),
+                      {std::to_string(next)});
+      if (!t.ok() || t.rows() != 1) break;
+      router::TypeInfo info = type_info(t, 0);
+      next = info.element != 0 ? info.element : info.base;
       types_.add(std::move(info));
     }
   }

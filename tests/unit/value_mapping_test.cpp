@@ -29,14 +29,16 @@ constexpr std::int32_t numeric_typmod(int p, int s) {
 }
 
 // User types as a catalog query would register them (OIDs as in a fresh database).
-constexpr std::uint32_t kEnumState = 16390;        // enum order_state
-constexpr std::uint32_t kEnumStateArray = 16389;   // order_state[]
-constexpr std::uint32_t kDomainAmount = 16400;     // domain positive_amount numeric(12,2)
-constexpr std::uint32_t kDomainOfDomain = 16401;   // domain over positive_amount
-constexpr std::uint32_t kDomainInt = 16402;        // domain over int4
-constexpr std::uint32_t kDomainIntArray = 16403;   // array of that domain
-constexpr std::uint32_t kDomainOverArray = 16404;  // domain over int4[]
-constexpr std::uint32_t kComposite = 16410;        // composite money_pair
+constexpr std::uint32_t kEnumState = 16390;          // enum order_state
+constexpr std::uint32_t kEnumStateArray = 16389;     // order_state[]
+constexpr std::uint32_t kDomainAmount = 16400;       // domain positive_amount numeric(12,2)
+constexpr std::uint32_t kDomainOfDomain = 16401;     // domain over positive_amount
+constexpr std::uint32_t kDomainInt = 16402;          // domain over int4
+constexpr std::uint32_t kDomainIntArray = 16403;     // array of that domain
+constexpr std::uint32_t kDomainOverArray = 16404;    // domain over int4[]
+constexpr std::uint32_t kDomainAmountArray = 16405;  // positive_amount[]
+constexpr std::uint32_t kDomainTs3 = 16406;          // domain over timestamp(3)
+constexpr std::uint32_t kComposite = 16410;          // composite money_pair
 constexpr std::uint32_t kBox = 603;
 constexpr std::uint32_t kBoxArray = 1020;
 constexpr std::uint32_t kCycleA = 16420;
@@ -47,7 +49,11 @@ class ValueMapping : public ::testing::Test {
   ValueMapping() {
     types_.add({kEnumState, "\"int\".order_state", 'E', 'e', 0, 0, ','});
     types_.add({kEnumStateArray, "\"int\".order_state[]", 'A', 'b', kEnumState, 0, ','});
-    types_.add({kDomainAmount, "positive_amount", 'N', 'd', 0, oid::kNumeric, ','});
+    // typtypmod of numeric(12,2): ((12 << 16) | 2) + 4 (VARHDRSZ).
+    types_.add(
+        {kDomainAmount, "positive_amount", 'N', 'd', 0, oid::kNumeric, ',', (12 << 16 | 2) + 4});
+    types_.add({kDomainAmountArray, "positive_amount[]", 'A', 'b', kDomainAmount, 0, ','});
+    types_.add({kDomainTs3, "ts3", 'D', 'd', 0, oid::kTimestamp, ',', 3});
     types_.add({kDomainOfDomain, "strictly_positive", 'N', 'd', 0, kDomainAmount, ','});
     types_.add({kDomainInt, "small_count", 'N', 'd', 0, oid::kInt4, ','});
     types_.add({kDomainIntArray, "small_count[]", 'A', 'b', kDomainInt, 0, ','});
@@ -365,10 +371,17 @@ TEST_F(ValueMapping, DomainsMapLikeTheirBaseType) {
   // BUG-07: the numeric(12,2) domain value arrives as the string "10.50".
   EXPECT_EQ(map("\"10.50\"", kDomainAmount), "\"10.50\"");
   EXPECT_EQ(map("\"10.50\"", kDomainOfDomain), "\"10.50\"");
-  // Debezium: with the domain's typmod numeric(12,2) -> Decimal 1050 = 0x041a; without it ->
-  // VariableScaleDecimal 105 scale 1 (0x69).
+  // Debezium maps a domain with its base type's modifiers (issue 8 item 2): the domain's
+  // numeric(12,2) gives Decimal 1050 = 0x041a although the column itself has no typmod; the same
+  // through a domain over the domain and for an array of the domain. 1.5 is 150 = 0x0096.
   EXPECT_EQ(dbz("\"10.50\"", kDomainAmount, numeric_typmod(12, 2)), "\"BBo=\"");
-  EXPECT_EQ(dbz("\"10.50\"", kDomainAmount), R"({"scale":1,"value":"aQ=="})");
+  EXPECT_EQ(dbz("\"10.50\"", kDomainAmount), "\"BBo=\"");
+  EXPECT_EQ(dbz("\"1.5\"", kDomainOfDomain), "\"AJY=\"");
+  EXPECT_EQ(dbz(R"("{10.50,1.5}")", kDomainAmountArray), R"(["BBo=","AJY="])");
+  // timestamp(3) domain: epoch ms (adaptive precision ≤ 3), not µs.
+  EXPECT_EQ(dbz("\"2024-03-10 06:30:00.12\"", kDomainTs3), "1710052200120");
+  // An unconstrained numeric stays a VariableScaleDecimal: 105 scale 1 (0x69).
+  EXPECT_EQ(dbz("\"10.50\"", oid::kNumeric), R"({"scale":1,"value":"aQ=="})");
   EXPECT_EQ(map("\"7\"", kDomainInt), "7");
   EXPECT_EQ(map("7", kDomainInt), "7");
 }

@@ -43,6 +43,9 @@ struct TypeInfo {
   std::uint32_t element = 0;  ///< pg_type.typelem of an array type ('A'); 0 otherwise
   std::uint32_t base = 0;     ///< pg_type.typbasetype of a domain ('d'); 0 otherwise
   char delimiter = ',';       ///< pg_type.typdelim (array element separator; `;` for box)
+  /// pg_type.typtypmod of a domain: the modifier of its base type (`numeric(12,3)` over numeric);
+  /// -1 when none.
+  std::int32_t base_typmod = -1;
 };
 
 /// OID → TypeInfo, filled from pg_type at start-up and when an unknown OID shows up.
@@ -63,6 +66,12 @@ class TypeRegistry {
   /// unchanged; a domain whose base is unknown resolves to that base OID. A cycle (impossible in
   /// a real catalog) stops after as many hops as there are types, returning an OID on the cycle.
   [[nodiscard]] std::uint32_t resolve_domain(std::uint32_t type_oid) const;
+
+  /// The type modifier a value of `type_oid` has when its column has none (atttypmod -1): for a
+  /// domain, the first typtypmod along its chain (a domain over a domain over numeric(12,3) gives
+  /// numeric(12,3)'s), as Debezium maps a domain column with its base type's length and scale.
+  /// -1 for other types and unknown OIDs.
+  [[nodiscard]] std::int32_t domain_typmod(std::uint32_t type_oid) const;
 
  private:
   std::unordered_map<std::uint32_t, TypeInfo> types_;
