@@ -37,7 +37,7 @@ void BM_DecodeAndRoute(benchmark::State& state) {
   cfg.tables = {invoices()};
   walrelay::router::TypeRegistry types;
   walrelay::router::EventRouter r({"bench", "bench", "app", "0", cfg.events}, cfg, nullptr, types);
-  r.begin(1031, walrelay::Lsn(0x26B3D938), 1795997677104);
+  r.begin(1031, walrelay::Lsn(0x26B3D938), std::chrono::microseconds{1795997677104367});
   for (auto _ : state) {
     auto c = d.decode(kInsert);
     auto recs = r.route(**c);

@@ -32,12 +32,18 @@ void append_uint(std::string& out, std::uint64_t v) {
   out.append(buf, static_cast<std::size_t>(end - buf));
 }
 
-// Processing time for the envelope's ts_ms. The coarse clock (a few ms resolution) is enough for
-// a processing timestamp and avoids a full clock read per event.
-std::int64_t now_ms() {
+// Processing time for the envelope's ts_ms/ts_us/ts_ns, in ns since the Unix epoch (one vDSO
+// clock read per event; ms, µs and ns come from the same reading, as Debezium's from one Instant).
+std::int64_t now_ns() {
   timespec ts{};
-  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Rounds toward negative infinity (times before 1970 stay ordered).
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  const std::int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
 const decoder::Column* find_column(const std::vector<decoder::Column>& cols,
@@ -255,7 +261,7 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
 
 }  // namespace
 
-std::optional<std::int64_t> parse_commit_timestamp_ms(std::string_view s) {
+std::optional<std::chrono::microseconds> parse_commit_timestamp(std::string_view s) {
   // YYYY-MM-DD HH:MM:SS[.ffffff][(+|-)HH[:MM]]
   bool ok = true;
   const int year = digits(s, 0, 4, ok);
@@ -268,12 +274,12 @@ std::optional<std::int64_t> parse_commit_timestamp_ms(std::string_view s) {
     return std::nullopt;
   }
   std::size_t pos = 19;
-  std::int64_t millis = 0;
+  std::int64_t micros = 0;
   if (pos < s.size() && s[pos] == '.') {
     ++pos;
-    int scale = 100;
+    int scale = 100'000;
     while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-      millis += (s[pos] - '0') * scale;
+      micros += (s[pos] - '0') * scale;
       scale /= 10;
       ++pos;
     }
@@ -295,7 +301,13 @@ std::optional<std::int64_t> parse_commit_timestamp_ms(std::string_view s) {
   const std::int64_t days =
       days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
   const std::int64_t secs = days * 86400 + hour * 3600 + minute * 60 + second - offset_s;
-  return secs * 1000 + millis;
+  return std::chrono::microseconds(secs * 1'000'000 + micros);
+}
+
+std::optional<std::int64_t> parse_commit_timestamp_ms(std::string_view s) {
+  const auto t = parse_commit_timestamp(s);
+  if (!t) return std::nullopt;
+  return floor_div(t->count(), 1000);
 }
 
 struct EventRouter::Rule {
@@ -486,10 +498,13 @@ std::string EventRouter::topic_of(std::string_view schema, std::string_view tabl
   return r.role == TableRole::kRowChange ? r.topic : std::string();
 }
 
-void EventRouter::begin(std::uint64_t xid, Lsn commit_lsn, std::int64_t commit_ts_ms) {
+void EventRouter::begin(std::uint64_t xid, Lsn commit_lsn, std::chrono::microseconds commit_time) {
   xid_ = xid;
   commit_lsn_ = commit_lsn;
-  commit_ts_ms_ = commit_ts_ms;
+  commit_ts_us_ = commit_time.count();
+  commit_ts_ms_ = floor_div(commit_ts_us_, 1000);
+  txn_counts_for_sequence_ = false;
+  txn_first_lsn_ = Lsn{};
   record_index_ = 0;
   event_count_ = 0;
   begin_emitted_ = false;
@@ -521,9 +536,18 @@ EventRouter::Slot& EventRouter::next_slot() {
   return s;
 }
 
+void EventRouter::set_txn_id(Lsn lsn) {
+  txn_id_.clear();
+  append_uint(txn_id_, xid_);
+  txn_id_.push_back(':');
+  append_uint(txn_id_, lsn.value());
+}
+
 EventRouter::Slot& EventRouter::transaction_record(std::string_view status) {
-  // Debezium transaction metadata: `<prefix>.transaction`, keyed by {"id":"<txId>:<LSN>"}, so the
-  // BEGIN and END of one transaction share a partition and stay in order.
+  // Debezium transaction metadata: `<prefix>.transaction`, keyed by {"id":"<txId>:<LSN>"}. As
+  // Debezium 3.6 writes it, the LSN is the position the record describes (BEGIN: the first change
+  // pgoutput sends; END: the end of the commit record), so BEGIN and END need not share a
+  // partition: group by the txId before the colon.
   Slot& s = next_slot();
   append_topic_part(s.topic, settings_.topic_prefix);
   s.topic += ".transaction";
@@ -541,11 +565,9 @@ EventRouter::Slot& EventRouter::transaction_record(std::string_view status) {
 void EventRouter::begin_metadata_if_needed() {
   if (!settings_.events.transaction_metadata || begin_emitted_) return;
   begin_emitted_ = true;
-  // Debezium transaction metadata: BEGIN before the first event, id "<txId>:<LSN>".
-  txn_id_.clear();
-  append_uint(txn_id_, xid_);
-  txn_id_.push_back(':');
-  append_uint(txn_id_, commit_lsn_.value());
+  // Debezium transaction metadata: BEGIN before the first event, id "<txId>:<LSN of the first
+  // change pgoutput would send>" (PostgreSQL 15's pgoutput sends BEGIN lazily with that LSN).
+  set_txn_id(txn_first_lsn_.value() != 0 ? txn_first_lsn_ : commit_lsn_);
   Slot& s = transaction_record("BEGIN");
   s.value += ",\"event_count\":null,\"data_collections\":null,\"ts_ms\":";
   append_int(s.value, commit_ts_ms_);
@@ -553,10 +575,33 @@ void EventRouter::begin_metadata_if_needed() {
   s.timestamp_ms = commit_ts_ms_;
 }
 
-std::span<const Record> EventRouter::commit() {
+void EventRouter::set_stream_start(Lsn start) {
+  last_commit_end_ = start;
+}
+
+void EventRouter::count_for_sequence(Lsn change_lsn) {
+  if (!txn_counts_for_sequence_) txn_first_lsn_ = change_lsn;
+  txn_counts_for_sequence_ = true;
+}
+
+void EventRouter::note_message(const decoder::Change& message) {
+  // pgoutput (messages=true, as Debezium asks for on PostgreSQL 14+) sends every logical message:
+  // a transactional one makes its transaction non-empty; a non-transactional one is its own unit.
+  if (message.transactional) {
+    count_for_sequence(message.lsn);
+  } else {
+    last_commit_end_ = message.lsn;
+  }
+}
+
+std::span<const Record> EventRouter::commit(Lsn end_lsn) {
   used_slots_ = 0;
   records_.clear();
+  if (txn_counts_for_sequence_) last_commit_end_ = end_lsn;
+  txn_counts_for_sequence_ = false;
+  txn_first_lsn_ = Lsn{};
   if (!begin_emitted_) return {};
+  set_txn_id(end_lsn);  // Debezium 3.6: END's id carries the commit's end LSN
   Slot& s = transaction_record("END");
   s.value += ",\"event_count\":";
   append_uint(s.value, event_count_);
@@ -586,6 +631,7 @@ std::span<const Record> EventRouter::commit() {
 std::expected<std::span<const Record>, MappingError> EventRouter::route(const decoder::Change& c) {
   using decoder::Action;
   used_slots_ = 0;
+  change_lsn_ = c.lsn;
   std::expected<void, MappingError> result;
   switch (c.action) {
     case Action::kInsert:
@@ -593,6 +639,7 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route(const de
     case Action::kDelete:
     case Action::kTruncate: {
       Rule& rule = rule_for(c.schema, c.table);
+      if (rule.role != TableRole::kIgnored) count_for_sequence(c.lsn);
       if (rule.role == TableRole::kRowChange) {
         result = route_row(c, rule);
       } else if (rule.role == TableRole::kOutbox && c.action == Action::kInsert) {
@@ -604,6 +651,8 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route(const de
     }
     case Action::kMessage:
       result = route_message(c);
+      // After routing: a non-transactional message's records carry the sequence before it.
+      note_message(c);
       break;
     default:
       break;
@@ -653,14 +702,17 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route_snapshot
   // The snapshot's row is described by its own position and time; the streaming transaction
   // that may be open around it keeps its own.
   const Lsn saved_commit_lsn = commit_lsn_;
-  const std::int64_t saved_ts = commit_ts_ms_;
+  const std::int64_t saved_ts_ms = commit_ts_ms_;
+  const std::int64_t saved_ts_us = commit_ts_us_;
   commit_lsn_ = row.lsn;
-  commit_ts_ms_ = read.ts_ms;
+  commit_ts_us_ = read.read_time.count();
+  commit_ts_ms_ = floor_div(commit_ts_us_, 1000);
   snapshot_ = &read;
   auto result = route_row(row, rule);
   snapshot_ = nullptr;
   commit_lsn_ = saved_commit_lsn;
-  commit_ts_ms_ = saved_ts;
+  commit_ts_ms_ = saved_ts_ms;
+  commit_ts_us_ = saved_ts_us;
   if (!result) {
     used_slots_ = 0;
     return std::unexpected(std::move(result.error()));
@@ -829,22 +881,22 @@ void EventRouter::append_source(std::string& out, const decoder::Change& c, cons
   out += snapshot_ != nullptr ? snapshot_->marker : std::string_view("false");
   out += "\",\"db\":";
   json::append_string(out, settings_.database);
-  if (snapshot_ != nullptr) {
-    // Debezium's snapshot records have no last commit: sequence [null,"<snapshot LSN>"].
+  // sequence: ["<last commit>","<change LSN>"] as a JSON string (see commit()); Debezium's
+  // snapshot records have no last commit: [null,"<snapshot LSN>"].
+  if (snapshot_ != nullptr || last_commit_end_.value() == 0) {
     out += ",\"sequence\":\"[null,\\\"";
-    append_uint(out, c.lsn.value());
-    out += "\\\"]\",\"schema\":";
   } else {
-    // sequence: ["<commit LSN>","<change LSN>"] as a JSON string, ordered like Debezium's
-    // [last commit, change]. The first element is this transaction's own commit LSN rather than the
-    // previous one: the same in every replay of the same WAL, so a replayed record is identical.
     out += ",\"sequence\":\"[\\\"";
-    append_uint(out, commit_lsn_.value());
-    out += "\\\"";
-    out += ",\\\"";
-    append_uint(out, c.lsn.value());
-    out += "\\\"]\",\"schema\":";
+    append_uint(out, last_commit_end_.value());
+    out += "\\\",\\\"";
   }
+  append_uint(out, c.lsn.value());
+  // source.ts_us/ts_ns (Debezium 3): the same instant in µs and ns.
+  out += "\\\"]\",\"ts_us\":";
+  append_int(out, commit_ts_us_);
+  out += ",\"ts_ns\":";
+  append_int(out, commit_ts_us_);
+  out += "000,\"schema\":";
   json::append_string(out, rule.source_schema);
   out += ",\"table\":";
   json::append_string(out, rule.source_table);
@@ -852,17 +904,15 @@ void EventRouter::append_source(std::string& out, const decoder::Change& c, cons
   append_uint(out, c.xid);
   out += ",\"lsn\":";
   append_uint(out, c.lsn.value());
-  out += ",\"xmin\":null}";
+  // origin/origin_lsn: the replication origin of a transaction replayed by a subscriber; wal2json
+  // does not report it, so null (README: where walrelay differs from Debezium).
+  out += ",\"xmin\":null,\"origin\":null,\"origin_lsn\":null}";
 }
 
 void EventRouter::finish_row_record(Slot& s, const Rule& rule, bool has_key, char op) {
   s.topic = rule.topic;
   s.has_key = has_key;
-  s.value += ",\"op\":\"";
-  s.value.push_back(op);
-  s.value += "\",\"ts_ms\":";
-  // Processing time, never before the source's time (the clock is coarse).
-  append_int(s.value, std::max(now_ms(), commit_ts_ms_));
+  // Debezium 3's envelope order: ..., source, transaction, op, ts_ms, ts_us, ts_ns.
   if (settings_.events.transaction_metadata && snapshot_ == nullptr) {
     ++event_count_;
     std::uint32_t* per_table = nullptr;
@@ -874,14 +924,29 @@ void EventRouter::finish_row_record(Slot& s, const Rule& rule, bool has_key, cha
       per_table = &collection_counts_.back().second;
     }
     ++*per_table;
-    s.value += ",\"transaction\":{\"id\":";
-    json::append_string(s.value, txn_id_);
-    s.value += ",\"total_order\":";
+    // Debezium 3.6: each event's id is "<txId>:<the event's LSN>".
+    s.value += ",\"transaction\":{\"id\":\"";
+    append_uint(s.value, xid_);
+    s.value.push_back(':');
+    append_uint(s.value, change_lsn_.value());
+    s.value += "\",\"total_order\":";
     append_uint(s.value, event_count_);
     s.value += ",\"data_collection_order\":";
     append_uint(s.value, *per_table);
     s.value.push_back('}');
+  } else {
+    s.value += ",\"transaction\":null";
   }
+  s.value += ",\"op\":\"";
+  s.value.push_back(op);
+  // Processing time (one reading in ms, µs and ns), never before the source's time.
+  const std::int64_t ns = std::max(now_ns(), commit_ts_us_ * 1000);
+  s.value += "\",\"ts_ms\":";
+  append_int(s.value, floor_div(ns, 1'000'000));
+  s.value += ",\"ts_us\":";
+  append_int(s.value, floor_div(ns, 1000));
+  s.value += ",\"ts_ns\":";
+  append_int(s.value, ns);
   s.value.push_back('}');
   s.timestamp_ms = commit_ts_ms_;
 }

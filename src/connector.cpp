@@ -406,6 +406,7 @@ Connector::Outcome Connector::prepare() {
     spdlog::info("created replication slot {} (plugin wal2json) at consistent point {}", slot,
                  created->first.to_string());
     start_lsn_ = created->first;
+    router_->set_stream_start(Lsn{});  // a new slot: no last commit yet (Debezium: null)
   } else {
     const auto& s = **found;
     if (s.slot_type != "logical" || s.plugin != "wal2json") {
@@ -434,6 +435,7 @@ Connector::Outcome Connector::prepare() {
       return Outcome::kStandby;
     }
     start_lsn_ = s.confirmed_flush_lsn;
+    router_->set_stream_start(start_lsn_);
     if (!resume_snapshot_progress(slot, s.confirmed_flush_lsn))
       return fatal(ExitCode::kRuntimeError);
   }
@@ -570,7 +572,9 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
       }
       tracker_.begin(c.next_lsn);
       in_txn_ = true;
-      router_->begin(c.xid, c.lsn, router::parse_commit_timestamp_ms(c.timestamp).value_or(0));
+      router_->begin(
+          c.xid, c.lsn,
+          router::parse_commit_timestamp(c.timestamp).value_or(std::chrono::microseconds{0}));
       return;
     }
     case Action::kCommit:
@@ -579,7 +583,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
                           x.data, nullptr);
         return;
       }
-      pending_ = router_->commit();
+      pending_ = router_->commit(c.next_lsn);
       pending_next_ = 0;
       pending_after_ = AfterPublish::kCommit;
       pending_lsn_ = c.lsn;

@@ -266,6 +266,11 @@ void Connector::start_incremental() {
 }
 
 bool Connector::handle_snapshot_message(const decoder::Change& c, std::string_view original) {
+  if (c.action == decoder::Action::kMessage &&
+      (c.prefix == snapshot::IncrementalSnapshot::kWatermarkPrefix ||
+       c.prefix == cfg_.snapshot.signal_prefix)) {
+    router_->note_message(c);  // consumed here, never routed, but pgoutput would send it
+  }
   if (c.prefix == snapshot::IncrementalSnapshot::kWatermarkPrefix) {
     if (!incremental_ || !in_txn_) return true;  // watermarks are transactional
     auto records = incremental_->on_watermark(

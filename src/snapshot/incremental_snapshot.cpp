@@ -14,10 +14,9 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+std::chrono::microseconds now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
 }
 
 std::string window_key(std::string_view topic, std::string_view key) {
@@ -397,7 +396,7 @@ std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_wate
     }
     const std::string id =
         "incremental:" + t.schema + "." + t.table + ":" + chunk_no + ":" + std::to_string(i);
-    const router::SnapshotRead read{"incremental", id, now_ms()};
+    const router::SnapshotRead read{"incremental", id, now_us()};
     auto routed = router_.route_snapshot(change_, read);
     if (!routed) return std::unexpected("incremental snapshot: " + routed.error().reason);
     for (const Record& r : *routed) {

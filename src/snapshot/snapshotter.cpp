@@ -22,10 +22,9 @@ std::string qualified(const std::string& schema, const std::string& table) {
   return replication::quote_ident(schema) + "." + replication::quote_ident(table);
 }
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+std::chrono::microseconds now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
 }
 
 }  // namespace
@@ -411,7 +410,7 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
                                     progress_.xid, change_, tokens_);
       !built) {
     mapping_error = built.error();
-  } else if (auto r = router_.route_snapshot(change_, router::SnapshotRead{marker, id_, now_ms()});
+  } else if (auto r = router_.route_snapshot(change_, router::SnapshotRead{marker, id_, now_us()});
              !r) {
     mapping_error = r.error().reason;
   } else {

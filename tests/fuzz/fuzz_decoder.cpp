@@ -161,12 +161,13 @@ struct Driver {
         if (in_txn) return 0;
         in_txn = true;
         router->begin(c.xid, c.lsn,
-                      walrelay::router::parse_commit_timestamp_ms(c.timestamp).value_or(0));
+                      walrelay::router::parse_commit_timestamp(c.timestamp)
+                          .value_or(std::chrono::microseconds{0}));
         return 0;
       case Action::kCommit:
         if (!in_txn) return 0;
         in_txn = false;
-        return consume(router->commit());
+        return consume(router->commit(c.next_lsn));
       default: {
         auto routed = router->route(c);
         if (!routed) return routed.error().reason.size();

@@ -77,7 +77,7 @@ struct Harness {
   void build() {
     walrelay::router::RouterSettings s{"billing", "billing", "app", "0.1.0", cfg.events};
     router = std::make_unique<EventRouter>(s, cfg, &schemas, types);
-    router->begin(1031, *Lsn::parse("0/26B3D938"), 1795997677104);
+    router->begin(1031, *Lsn::parse("0/26B3D938"), std::chrono::microseconds{1795997677104367});
   }
 
   static std::vector<Out> copy(std::span<const Record> recs) {
@@ -140,18 +140,63 @@ TEST(Router, InsertBecomesCreateEventKeyedByPrimaryKey) {
       << *out[0].value;
   EXPECT_TRUE(has(
       *out[0].value,
-      R"("connector":"postgresql","name":"billing","ts_ms":1795997677104,"snapshot":"false","db":"app","sequence":"[\"649320760\",\"649321032\"]","schema":"public","table":"invoices","txId":1031,"lsn":649321032,"xmin":null},"op":"c","ts_ms":)"))
+      R"("connector":"postgresql","name":"billing","ts_ms":1795997677104,"snapshot":"false","db":"app","sequence":"[null,\"649321032\"]","ts_us":1795997677104367,"ts_ns":1795997677104367000,"schema":"public","table":"invoices","txId":1031,"lsn":649321032,"xmin":null,"origin":null,"origin_lsn":null},"transaction":null,"op":"c","ts_ms":)"))
       << *out[0].value;
   EXPECT_EQ(out[0].headers["id"], "0/26B3D938:0");
   EXPECT_EQ(out[0].timestamp_ms, 1795997677104);
+}
+
+TEST(Router, ProcessingTimesAreOneReadingNeverBeforeTheCommit) {
+  Harness h;
+  auto out = h.route(kInsert);
+  ASSERT_EQ(out.size(), 1u);
+  const std::string& v = *out[0].value;
+  const auto tail = v.substr(v.rfind(R"("op":"c",)"));
+  long long ms = 0, us = 0, ns = 0;
+  ASSERT_EQ(std::sscanf(tail.c_str(), R"("op":"c","ts_ms":%lld,"ts_us":%lld,"ts_ns":%lld})", &ms,
+                        &us, &ns),
+            3)
+      << tail;
+  EXPECT_EQ(us / 1000, ms);
+  EXPECT_EQ(ns / 1000, us);
+  EXPECT_GE(us, 1795997677104367);
+}
+
+TEST(Router, SequenceStartsWithTheEndOfTheLastTransactionPgoutputWouldSend) {
+  // Debezium's source.sequence[0] is the end LSN of the last COMMIT its pgoutput stream carried
+  // (PostgresStreamingChangeEventSource#lastCompletelyProcessedLsn); PostgreSQL 15's pgoutput
+  // skips transactions with nothing for the publication, so those do not move it.
+  Harness h;
+  h.build();
+  h.router->set_stream_start(*Lsn::parse("0/100"));
+  auto first = h.route(kInsert);
+  EXPECT_TRUE(has(*first[0].value, R"("sequence":"[\"256\",\"649321032\"]")")) << *first[0].value;
+  h.router->commit(*Lsn::parse("0/200"));
+  // A transaction that touched only tables walrelay does not capture: not sent by pgoutput.
+  h.router->begin(1032, *Lsn::parse("0/280"), std::chrono::microseconds{1});
+  h.route(
+      R"({"action":"I","xid":1032,"lsn":"0/270","schema":"public","table":"not_captured","columns":[{"name":"a","typeoid":23,"value":1}]})");
+  h.router->commit(*Lsn::parse("0/300"));
+  // A transaction with only a transactional logical message: pgoutput sends it (messages=true).
+  h.router->begin(1033, *Lsn::parse("0/380"), std::chrono::microseconds{1});
+  h.route(
+      R"({"action":"M","xid":1033,"lsn":"0/370","transactional":true,"prefix":"other","content":"x"})");
+  h.router->commit(*Lsn::parse("0/400"));
+  h.router->begin(1034, *Lsn::parse("0/480"), std::chrono::microseconds{1});
+  auto next = h.route(kInsert);
+  EXPECT_TRUE(has(*next[0].value, R"("sequence":"[\"1024\",\"649321032\"]")")) << *next[0].value;
+  // A new slot's first start has no last commit.
+  h.router->set_stream_start(walrelay::Lsn{});
+  EXPECT_TRUE(has(*h.route(kInsert)[0].value, R"("sequence":"[null,)"));
 }
 
 TEST(Router, EventIdsCountRecordsOfTheTransactionAndRepeatOnReplay) {
   Harness h;
   EXPECT_EQ(h.route(kInsert)[0].headers["id"], "0/26B3D938:0");
   EXPECT_EQ(h.route(kInsert)[0].headers["id"], "0/26B3D938:1");
-  h.router->commit();
-  h.router->begin(1031, *Lsn::parse("0/26B3D938"), 1795997677104);  // the same WAL again
+  h.router->commit(*Lsn::parse("0/26B3DA00"));
+  h.router->begin(1031, *Lsn::parse("0/26B3D938"),
+                  std::chrono::microseconds{1795997677104367});  // the same WAL again
   EXPECT_EQ(h.route(kInsert)[0].headers["id"], "0/26B3D938:0");
 }
 
@@ -371,27 +416,29 @@ TEST(Router, TransactionMetadataBeginEventsEnd) {
   auto first = h.route(kInsert);
   ASSERT_EQ(first.size(), 2u);
   EXPECT_EQ(first[0].topic, "billing.transaction");
-  EXPECT_EQ(first[0].key, R"({"id":"1031:649320760"})");
+  // Debezium 3.6.1 (checked against it): ids are "<txId>:<LSN>" with the LSN of what each record
+  // describes: BEGIN the first change, an event its own change, END the commit's end.
+  EXPECT_EQ(first[0].key, R"({"id":"1031:649321032"})");
   EXPECT_EQ(
       *first[0].value,
-      R"({"status":"BEGIN","id":"1031:649320760","event_count":null,"data_collections":null,"ts_ms":1795997677104})");
-  EXPECT_TRUE(
-      has(*first[1].value,
-          R"("transaction":{"id":"1031:649320760","total_order":1,"data_collection_order":1})"));
+      R"({"status":"BEGIN","id":"1031:649321032","event_count":null,"data_collections":null,"ts_ms":1795997677104})");
+  EXPECT_TRUE(has(
+      *first[1].value,
+      R"("transaction":{"id":"1031:649321032","total_order":1,"data_collection_order":1},"op":"c")"));
   auto second = h.route(kInsert);
   ASSERT_EQ(second.size(), 1u);
   EXPECT_TRUE(has(*second[0].value, R"("total_order":2,"data_collection_order":2)"));
-  auto end = Harness::copy(h.router->commit());
+  auto end = Harness::copy(h.router->commit(*Lsn::parse("0/26B3DA00")));
   ASSERT_EQ(end.size(), 1u);
   EXPECT_EQ(
       *end[0].value,
-      R"({"status":"END","id":"1031:649320760","event_count":2,"data_collections":[{"data_collection":"public.invoices","event_count":2}],"ts_ms":1795997677104})");
+      R"({"status":"END","id":"1031:649320960","event_count":2,"data_collections":[{"data_collection":"public.invoices","event_count":2}],"ts_ms":1795997677104})");
 }
 
 TEST(Router, NoTransactionMetadataByDefault) {
   Harness h;
   h.route(kInsert);
-  EXPECT_TRUE(h.router->commit().empty());
+  EXPECT_TRUE(h.router->commit(*Lsn::parse("0/26B3DA00")).empty());
 }
 
 constexpr const char* kOutboxInsert =
@@ -522,6 +569,13 @@ TEST(CommitTimestamp, ParsesIsoWithOffsets) {
   EXPECT_FALSE(parse_commit_timestamp_ms("yesterday"));
   EXPECT_FALSE(parse_commit_timestamp_ms("infinity"));
   EXPECT_FALSE(parse_commit_timestamp_ms(""));
+  // Microseconds kept for source.ts_us/ts_ns; a time before 1970 rounds down in ms.
+  using walrelay::router::parse_commit_timestamp;
+  EXPECT_EQ(parse_commit_timestamp("2026-11-30 00:14:37.104367+00"),
+            std::chrono::microseconds{1795997677104367});
+  EXPECT_EQ(parse_commit_timestamp("2026-11-30 05:44:37.1+05:30"),
+            std::chrono::microseconds{1795997677100000});
+  EXPECT_EQ(parse_commit_timestamp_ms("1969-12-31 23:59:59.9995+00"), -1);
 }
 
 TEST(Router, TwoTablesMappedToOneTopicIsAnErrorNotAMix) {
@@ -549,7 +603,8 @@ TEST(Router, SnapshotRowIsAReadEventBuiltLikeAStreamedRow) {
   walrelay::decoder::Change row = **c;
   row.lsn = *Lsn::parse("0/1000");
   row.xid = 77;
-  const walrelay::router::SnapshotRead read{"first", "0/1000:r:public.invoices:0:0", 1700000000000};
+  const walrelay::router::SnapshotRead read{"first", "0/1000:r:public.invoices:0:0",
+                                            std::chrono::microseconds{1700000000000123}};
   auto recs = h.router->route_snapshot(row, read);
   ASSERT_TRUE(recs) << recs.error().reason;
   auto out = Harness::copy(*recs);
@@ -567,9 +622,8 @@ TEST(Router, SnapshotRowIsAReadEventBuiltLikeAStreamedRow) {
       << v;
   EXPECT_TRUE(has(
       v,
-      R"("ts_ms":1700000000000,"snapshot":"first","db":"app","sequence":"[null,\"4096\"]","schema":"public","table":"invoices","txId":77,"lsn":4096,"xmin":null},"op":"r","ts_ms":)"))
+      R"("ts_ms":1700000000000,"snapshot":"first","db":"app","sequence":"[null,\"4096\"]","ts_us":1700000000000123,"ts_ns":1700000000000123000,"schema":"public","table":"invoices","txId":77,"lsn":4096,"xmin":null,"origin":null,"origin_lsn":null},"transaction":null,"op":"r","ts_ms":)"))
       << v;
-  EXPECT_FALSE(has(v, "\"transaction\"")) << v;
   // The streaming transaction around it is untouched: its next record keeps counting.
   EXPECT_EQ(h.route(kInsert)[0].headers["id"], "0/26B3D938:2");
 }
@@ -581,7 +635,7 @@ TEST(Router, SnapshotOfAnOutboxTableGivesNothing) {
   row.action = walrelay::decoder::Action::kInsert;
   row.schema = "public";
   row.table = "event_outbox";
-  const walrelay::router::SnapshotRead read{"true", "x", 1};
+  const walrelay::router::SnapshotRead read{"true", "x", std::chrono::microseconds{1000}};
   auto recs = h.router->route_snapshot(row, read);
   ASSERT_TRUE(recs);
   EXPECT_TRUE(recs->empty());

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <expected>
 #include <memory>
@@ -45,16 +46,19 @@ struct SnapshotRead {
   /// source.snapshot as Debezium 3 writes it: "first" (first record of the snapshot),
   /// "first_in_data_collection", "true", "last_in_data_collection", "last" (its last record).
   std::string_view marker;
-  std::string_view id;     ///< the record's `id` header (deterministic for the same chunk and row)
-  std::int64_t ts_ms = 0;  ///< when the row was read (source.ts_ms and the record timestamp)
+  std::string_view id;  ///< the record's `id` header (deterministic for the same chunk and row)
+  /// When the row was read, since the Unix epoch: source.ts_ms/ts_us/ts_ns and (in ms) the
+  /// record timestamp.
+  std::chrono::microseconds read_time{0};
 };
 
 /// Maps decoded changes to Kafka records (architecture: EventRouter). Debezium behaviours it
 /// follows are cited where they are implemented; the README documents the result.
 ///
-/// - Row-change tables: INSERT/UPDATE/DELETE/TRUNCATE → an envelope
-///   `{"before","after","source","op","ts_ms"[,"transaction"]}` on the table's topic, keyed by the
-///   key columns as compact JSON in column order; a DELETE is followed by a tombstone; an UPDATE
+/// - Row-change tables: INSERT/UPDATE/DELETE/TRUNCATE → Debezium 3's envelope
+///   `{"before","after","source","transaction","op","ts_ms","ts_us","ts_ns"}` on the table's
+///   topic (field order as Debezium's JsonConverter prints it), keyed by the key columns as compact
+///   JSON in the key's declaration order; a DELETE is followed by a tombstone; an UPDATE
 ///   that changes the key becomes a delete (+ tombstone) of the old key and a create of the new.
 /// - Outbox tables and logical-message outboxes: one domain event per INSERT / message.
 /// - Every record carries header `id`: the outbox event id, or `<commit LSN>:<n>` with n the
@@ -72,9 +76,18 @@ class EventRouter {
   EventRouter(const EventRouter&) = delete;
   EventRouter& operator=(const EventRouter&) = delete;
 
-  /// Starts a transaction (wal2json B): `commit_lsn` is the B/C `lsn`, `commit_ts_ms` the commit
-  /// time in ms since the Unix epoch.
-  void begin(std::uint64_t xid, Lsn commit_lsn, std::int64_t commit_ts_ms);
+  /// Starts a transaction (wal2json B): `commit_lsn` is the B/C `lsn`, `commit_time` the commit
+  /// time since the Unix epoch (PostgreSQL's µs precision; source.ts_ms/ts_us/ts_ns).
+  void begin(std::uint64_t xid, Lsn commit_lsn, std::chrono::microseconds commit_time);
+
+  /// Where the stream (re)started: `source.sequence`'s first element until the first transaction
+  /// that counts for it has committed (below). Lsn{} (0/0) on a slot's first start gives `null`,
+  /// as Debezium's first start without stored offsets does.
+  void set_stream_start(Lsn start);
+
+  /// A logical message the connector consumed itself (snapshot watermark, signal, heartbeat)
+  /// without routing it: it still moves `source.sequence`'s first element as `route` would.
+  void note_message(const decoder::Change& message);
 
   /// Routes one I/U/D/T/M change of the open transaction (or a non-transactional message outside
   /// any). Returns the records to publish (possibly none), or a MappingError naming the table,
@@ -90,9 +103,16 @@ class EventRouter {
   std::expected<std::span<const Record>, MappingError> route_snapshot(const decoder::Change& row,
                                                                       const SnapshotRead& read);
 
-  /// Ends the transaction (wal2json C): the transaction-metadata END record when enabled and the
-  /// transaction produced events; otherwise nothing.
-  std::span<const Record> commit();
+  /// Ends the transaction (wal2json C; `end_lsn` is its `nextlsn`, the end of the commit record):
+  /// the transaction-metadata END record when enabled and the transaction produced events;
+  /// otherwise nothing.
+  ///
+  /// `source.sequence` is `["<last commit>","<change LSN>"]` as Debezium's PostgreSQL connector
+  /// writes it (PostgresStreamingChangeEventSource, lastCompletelyProcessedLsn): the first element
+  /// is the end LSN of the last transaction pgoutput would have sent before this change (one that
+  /// changed a captured table or carried a transactional logical message; PostgreSQL 15's pgoutput
+  /// skips the others), or the LSN of the last non-transactional message, or the stream's start.
+  std::span<const Record> commit(Lsn end_lsn);
 
   /// The role of `schema.table` under the configured rules (exclude first, then the first
   /// matching `tables` entry).
@@ -136,6 +156,10 @@ class EventRouter {
                                                 const std::string& where);
 
   Slot& next_slot();
+  /// Marks the open transaction as one pgoutput would send (a captured table's change or a
+  /// transactional message at `change_lsn`).
+  void count_for_sequence(Lsn change_lsn);
+  void set_txn_id(Lsn lsn);  ///< txn_id_ = "<xid>:<lsn>"
   void begin_metadata_if_needed();
   /// A transaction-metadata record with its topic, key and `{"status":…,"id":…` started.
   Slot& transaction_record(std::string_view status);
@@ -172,7 +196,12 @@ class EventRouter {
   // The open transaction.
   std::uint64_t xid_ = 0;
   Lsn commit_lsn_;
-  std::int64_t commit_ts_ms_ = 0;
+  std::int64_t commit_ts_ms_ = 0;         // commit time (or a snapshot row's read time) in ms
+  std::int64_t commit_ts_us_ = 0;         //   and in µs
+  Lsn last_commit_end_;                   // source.sequence's first element; 0/0 = null
+  bool txn_counts_for_sequence_ = false;  // the open transaction moves last_commit_end_
+  Lsn txn_first_lsn_;               // its first change that counts (pgoutput's BEGIN position)
+  Lsn change_lsn_;                  // the change being routed
   std::uint32_t record_index_ = 0;  // records published in this transaction (ids)
   std::uint32_t event_count_ = 0;   // data events (transaction metadata total_order)
   bool begin_emitted_ = false;
@@ -203,7 +232,10 @@ class EventRouter {
 
 /// Parses a PostgreSQL timestamp as wal2json prints it with DateStyle ISO
 /// (`2026-11-30 00:14:37.104367+00`, offset optional: `+05:30`, none for timestamp without time
-/// zone = UTC) to ms since the Unix epoch. nullopt for other shapes (infinity, BC).
+/// zone = UTC) to µs since the Unix epoch. nullopt for other shapes (infinity, BC).
+std::optional<std::chrono::microseconds> parse_commit_timestamp(std::string_view text);
+
+/// parse_commit_timestamp in ms (rounded down).
 std::optional<std::int64_t> parse_commit_timestamp_ms(std::string_view text);
 
 }  // namespace walrelay::router
