@@ -603,6 +603,10 @@ class Comparer {
   void records(const std::string& table, const KafkaRecord& d, const KafkaRecord& w) {
     current_.table = table;
     current_.where = table + " p" + std::to_string(d.partition) + "@" + std::to_string(d.offset);
+    if (w.partition != d.partition || w.offset != d.offset) {
+      current_.where +=
+          " (walrelay p" + std::to_string(w.partition) + "@" + std::to_string(w.offset) + ")";
+    }
     current_.ops = "~";
     std::optional<Json> dv;
     std::optional<Json> wv;
@@ -1362,10 +1366,13 @@ TEST_F(DebeziumCompatTest, TopicsEqualDebeziumRecordByRecord) {
              "  walrelay=" + list[i]->walrelay + "\n";
     }
   }
-  EXPECT_TRUE(unexpected.empty()) << unexpected.size()
-                                  << " differences from Debezium that kAllowed does not list, by "
-                                     "table and path [ops] (topic partition@offset):\n"
-                                  << msg;
+  EXPECT_TRUE(unexpected.empty())
+      << unexpected.size()
+      << " differences from Debezium that kAllowed does not list, by table and path [ops], each "
+         "with up to "
+      << examples << " records (table partition@offset [op]) of topics " << dbz_ << "." << schema_
+      << ".<table> (Debezium) and " << wr_ << "." << schema_ << ".<table> (walrelay):\n"
+      << msg;
 }
 
 }  // namespace
