@@ -644,6 +644,8 @@ class Comparer {
     diffs.push_back(std::move(d));
   }
 
+  /// Headers by name and value (the harness's reader keeps the last value of a repeated name;
+  /// neither connector repeats one, and the order of headers is not compared).
   void headers(const std::map<std::string, std::string>& d,
                const std::map<std::string, std::string>& w) {
     std::set<std::string> names;
