@@ -156,34 +156,6 @@ const std::vector<Allowed> kAllowed = {
     // ========================================================================= NOT YET FIXED
     // walrelay bugs (issue 8). Observed values in the comments; each entry goes when it is fixed.
 
-    // Observed on every record: debezium ts_us=1796092830168131, ts_ns=1796092830168131123,
-    // transaction=null; walrelay <absent>.
-    {Why::kNotYetFixed, "*", "ts_us", "", "",
-     "envelope field ts_us missing", "What gets published"},
-    {Why::kNotYetFixed, "*", "ts_ns", "", "",
-     "envelope field ts_ns missing", "What gets published"},
-    {Why::kNotYetFixed, "*", "transaction", "", "",
-     "envelope field transaction (null without transaction metadata) missing",
-     "What gets published"},
-    // Observed on every record: debezium source.ts_us=1796092836446305,
-    // source.ts_ns=1796092836446305000, origin=null, origin_lsn=null; walrelay <absent>.
-    // Debezium's source order: version, connector, name, ts_ms, snapshot, db, sequence, ts_us,
-    // ts_ns, schema, table, txId, lsn, xmin, origin, origin_lsn.
-    {Why::kNotYetFixed, "*", "source.ts_us", "", "",
-     "source.ts_us missing", "What gets published"},
-    {Why::kNotYetFixed, "*", "source.ts_ns", "", "",
-     "source.ts_ns missing", "What gets published"},
-    {Why::kNotYetFixed, "*", "source.origin", "", "",
-     "source.origin missing", "What gets published"},
-    {Why::kNotYetFixed, "*", "source.origin_lsn", "", "",
-     "source.origin_lsn missing", "What gets published"},
-    // Observed: debezium "[\"592124040\",\"592124040\"]", walrelay "[\"592124136\",\"592124040\"]":
-    // Debezium's first element is the end LSN of the previous transaction it received (pgoutput's
-    // COMMIT position; null for the first transaction after the snapshot), walrelay's is the
-    // transaction's own commit LSN. The second element (the change's LSN) is equal.
-    {Why::kNotYetFixed, "*", "source.sequence", "cudt", "",
-     "source.sequence's first element is not Debezium's last commit LSN",
-     "What gets published: source.sequence"},
     // Observed (streamed only; snapshot rows agree): debezium "NaN", "Infinity", "-Infinity",
     // walrelay null.
     {Why::kNotYetFixed, "floats", "*", "cud", "\"*Infinity\"",
@@ -211,20 +183,7 @@ const std::vector<Allowed> kAllowed = {
     {Why::kNotYetFixed, "bits", "*", "", "",
      "bit(1) is not a boolean and bit(n)/varbit are not Debezium's Bits bytes",
      "Value mapping: not in the table"},
-    // Observed: d_num numeric(12,3) debezium "AeJA" (Decimal, scale 3), walrelay
-    // {"scale":3,"value":"AeJA"}, and -0.5: debezium "/gw=", walrelay {"scale":1,"value":"+w=="};
-    // d_ts timestamp(3) debezium 1710052200123 (ms), walrelay 1710052200123000 (us); d_time
-    // time(2) debezium 23400120 (ms), walrelay 23400120000 (us); d_bit bit(4) B'1010' debezium
-    // "Cg==", walrelay "1010".
-    {Why::kNotYetFixed, "domains", "*.dn", "", "",
-     "a domain over numeric(p,s) loses its typmod: VariableScaleDecimal instead of Decimal",
-     "Value mapping: domains"},
-    {Why::kNotYetFixed, "domains", "*.dts", "", "",
-     "a domain over timestamp(3) loses its precision: microseconds instead of milliseconds",
-     "Value mapping: domains"},
-    {Why::kNotYetFixed, "domains", "*.dtm", "", "",
-     "a domain over time(2) loses its precision: microseconds instead of milliseconds",
-     "Value mapping: domains"},
+    // Observed: d_bit bit(4) B'1010' debezium "Cg==", walrelay "1010".
     {Why::kNotYetFixed, "domains", "*.dbt", "", "",
      "a domain over bit(4) is PostgreSQL text instead of Debezium's Bits",
      "Value mapping: domains"},
