@@ -147,4 +147,43 @@ bool unescape_string(std::string_view token, std::string& out) {
   return true;
 }
 
+void escape_supplementary(std::string& json, std::size_t from) {
+  std::size_t i = from;
+  const std::size_t n = json.size();
+  while (i < n && static_cast<unsigned char>(json[i]) < 0xF0) ++i;
+  if (i >= n) return;
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(n + 16);
+  out.append(json, 0, i);
+  while (i < n) {
+    const auto b0 = static_cast<unsigned char>(json[i]);
+    if (b0 >= 0xF0 && b0 <= 0xF4 && i + 3 < n) {
+      const auto b1 = static_cast<unsigned char>(json[i + 1]);
+      const auto b2 = static_cast<unsigned char>(json[i + 2]);
+      const auto b3 = static_cast<unsigned char>(json[i + 3]);
+      if ((b1 & 0xC0) == 0x80 && (b2 & 0xC0) == 0x80 && (b3 & 0xC0) == 0x80) {
+        const std::uint32_t cp = (static_cast<std::uint32_t>(b0 & 0x07) << 18) |
+                                 (static_cast<std::uint32_t>(b1 & 0x3F) << 12) |
+                                 (static_cast<std::uint32_t>(b2 & 0x3F) << 6) | (b3 & 0x3F);
+        if (cp >= 0x10000 && cp <= 0x10FFFF) {
+          const std::uint32_t v = cp - 0x10000;
+          for (const std::uint32_t unit : {0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)}) {
+            out += "\\u";
+            out.push_back(kHex[(unit >> 12) & 0xF]);
+            out.push_back(kHex[(unit >> 8) & 0xF]);
+            out.push_back(kHex[(unit >> 4) & 0xF]);
+            out.push_back(kHex[unit & 0xF]);
+          }
+          i += 4;
+          continue;
+        }
+      }
+    }
+    out.push_back(json[i]);
+    ++i;
+  }
+  json.swap(out);
+}
+
 }  // namespace walrelay::json

@@ -331,6 +331,7 @@ struct EventRouter::Rule {
 struct EventRouter::Slot {
   std::string topic;
   std::string key;
+  std::string header_key;  // a row-change key as the key-change headers show it (see emit)
   std::string value;
   std::string id;
   bool has_key = false;
@@ -992,6 +993,11 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
     bool has_key = false;
     if (key_image != nullptr) has_key = append_key(s.key, *key_image, rule, c.pk, err);
     if (!err.empty()) return false;
+    // The key's bytes as Debezium's JsonConverter (Jackson) writes them, in both formats: the
+    // bytes decide the partition and the compacted-topic identity. Connect's header converter
+    // (the key-change headers) leaves such characters as they are.
+    s.header_key = s.key;
+    json::escape_supplementary(s.key);
     s.value = "{\"before\":";
     // Under REPLICA IDENTITY DEFAULT (or an index) the old row is only its key. Debezium's
     // format writes `before: null` for an UPDATE then, and for a DELETE every column with the
@@ -1027,6 +1033,7 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
     s.value.push_back(',');
     append_source(s.value, c, rule);
     finish_row_record(s, rule, has_key, op);
+    if (debezium_format()) json::escape_supplementary(s.value);
     return true;
   };
 
@@ -1067,10 +1074,10 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
           if (i == tomb && !rule.tombstones) continue;
           Slot& s = *slots_[i];
           s.header_names.push_back("__debezium.newkey");
-          s.header_values.push_back(created.has_key ? created.key : std::string("null"));
+          s.header_values.push_back(created.has_key ? created.header_key : std::string("null"));
         }
         created.header_names.push_back("__debezium.oldkey");
-        created.header_values.push_back(slots_[del]->has_key ? slots_[del]->key
+        created.header_values.push_back(slots_[del]->has_key ? slots_[del]->header_key
                                                              : std::string("null"));
         return {};
       }

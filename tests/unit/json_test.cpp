@@ -33,3 +33,19 @@ TEST(Json, RoundTrip) {
   ASSERT_TRUE(json::unescape_string(token, back));
   EXPECT_EQ(back, text);
 }
+
+TEST(Json, EscapesCharactersOutsideTheBmpAsJacksonDoes) {
+  // U+1F600 (F0 9F 98 80) is the surrogate pair D83D DE00; U+10348 (F0 90 8D 88) is D800 DF48.
+  std::string s = "{\"k\":\"\xC3\xA9\xF0\x9F\x98\x80 \xF0\x90\x8D\x88\"}";
+  walrelay::json::escape_supplementary(s);
+  EXPECT_EQ(s, "{\"k\":\"\xC3\xA9\\uD83D\\uDE00 \\uD800\\uDF48\"}");
+  // Nothing to do: unchanged (BMP characters stay as UTF-8, as Jackson writes them).
+  std::string plain = "{\"k\":\"\xC3\xA9\xE2\x82\xAC\"}";
+  const std::string before = plain;
+  walrelay::json::escape_supplementary(plain);
+  EXPECT_EQ(plain, before);
+  // Only from the given offset; a truncated sequence is left alone.
+  std::string tail = "\xF0\x9F\x98\x80|\xF0\x9F\x98\x80|\xF0\x9F";
+  walrelay::json::escape_supplementary(tail, 5);
+  EXPECT_EQ(tail, "\xF0\x9F\x98\x80|\\uD83D\\uDE00|\xF0\x9F");
+}

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,14 @@ void append_string(std::string& out, std::string_view text);
 /// leaves `out` in an unspecified state) when `token` is not a well-formed string token, e.g. a
 /// number or `null`, or has a lone surrogate.
 bool unescape_string(std::string_view token, std::string& out);
+
+/// Rewrites every 4-byte UTF-8 sequence (a character outside the Basic Multilingual Plane, U+10000
+/// and above) in `json[from..]` as a `\uXXXX\uXXXX` UTF-16 surrogate-pair escape, the way Jackson
+/// (Kafka Connect's JsonConverter) writes such characters, so walrelay's bytes equal Debezium's
+/// (a key's bytes decide its murmur2 partition). `json` must be JSON text: 4-byte sequences occur
+/// only inside string tokens there. Bytes that are not a well-formed 4-byte sequence are left as
+/// they are. A fast scan returns at once when there is no byte ≥ 0xF0 (the common case).
+void escape_supplementary(std::string& json, std::size_t from = 0);
 
 /// True when `token` is a JSON string token (starts with a double quote).
 inline bool is_string_token(std::string_view token) {
