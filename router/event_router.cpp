@@ -830,7 +830,7 @@ bool EventRouter::append_after_image(std::string& out, const decoder::Change& c,
 
 bool EventRouter::append_key(std::string& out, const std::vector<decoder::Column>& image,
                              const Rule& rule, const std::vector<std::string_view>& pk,
-                             std::string& err) {
+                             std::string& err, std::string* header) {
   // Key columns in the key's own order, compact JSON: what Debezium's JsonConverter prints with
   // schemas disabled (the primary key constraint's column order, message.key.columns as listed,
   // the REPLICA IDENTITY index's order), so murmur2 places the key where Debezium did. wal2json
@@ -850,11 +850,13 @@ bool EventRouter::append_key(std::string& out, const std::vector<decoder::Column
     }
   }
   out.push_back('{');
+  if (header != nullptr) header->assign("{");
   bool any = false;
   for (std::string_view name : key_order_) {
     const decoder::Column* col = find_column(image, name);
     if (col == nullptr) continue;
     if (any) out.push_back(',');
+    if (any && header != nullptr) header->push_back(',');
     any = true;
     out.append(col->name_json);
     out.push_back(':');
@@ -862,13 +864,84 @@ bool EventRouter::append_key(std::string& out, const std::vector<decoder::Column
     if (rule.schema != nullptr) {
       if (const ColumnInfo* ci = rule.schema->column(col->name)) typmod = ci->typmod;
     }
+    const std::size_t at = out.size();
     if (!append_value(out, col->value, col->type_oid, typmod, types_, value_opts_, err)) {
       err = "key column " + std::string(col->name) + ": " + err;
       return false;
     }
+    if (header != nullptr) {
+      append_connect_header_string(*header, col->name);
+      header->push_back(':');
+      append_connect_header_value(*header, std::string_view(out).substr(at), *col, typmod);
+    }
   }
   out.push_back('}');
+  if (header != nullptr) header->push_back('}');
   return any;
+}
+
+void EventRouter::append_connect_header_string(std::string& out, std::string_view text) {
+  // Kafka Connect's Values#append of an embedded String: quoted, only `\` and `"` escaped.
+  out.push_back('"');
+  for (char ch : text) {
+    if (ch == '\\' || ch == '"') out.push_back('\\');
+    out.push_back(ch);
+  }
+  out.push_back('"');
+}
+
+void EventRouter::append_connect_header_value(std::string& out, std::string_view json_value,
+                                              const decoder::Column& col, std::int32_t typmod) {
+  // What Connect's SimpleHeaderConverter (Values#append) prints for the key field Debezium put in
+  // the header: a Decimal (numeric(p,s)) as BigDecimal#toString, a string with only `\` and `"`
+  // escaped (control and non-BMP characters raw), everything else as its JSON.
+  const std::uint32_t base = types_.resolve_domain(col.type_oid);
+  if (typmod < 0 && base != col.type_oid) typmod = types_.domain_typmod(col.type_oid);
+  if (debezium_format() && base == oid::kNumeric && typmod >= 4 && json_value.starts_with('"')) {
+    scratch2_.clear();
+    if (json::is_string_token(col.value)) {
+      json::unescape_string(col.value, scratch2_);
+    } else {
+      scratch2_.assign(col.value);
+    }
+    append_big_decimal_text(out, scratch2_);
+    return;
+  }
+  if (json::is_string_token(json_value)) {
+    scratch2_.clear();
+    if (json::unescape_string(json_value, scratch2_)) {
+      append_connect_header_string(out, scratch2_);
+      return;
+    }
+  }
+  out.append(json_value);
+}
+
+void EventRouter::append_big_decimal_text(std::string& out, std::string_view text) {
+  // java.math.BigDecimal#toString of PostgreSQL's numeric text (which has the column's scale):
+  // plain when the adjusted exponent is at least -6, else `d.dddE-n`.
+  const bool negative = text.starts_with('-');
+  const std::string_view body = negative ? text.substr(1) : text;
+  const auto dot = body.find('.');
+  const std::size_t scale = dot == std::string_view::npos ? 0 : body.size() - dot - 1;
+  std::string unscaled;
+  for (char ch : body) {
+    if (ch != '.') unscaled.push_back(ch);
+  }
+  const auto first = unscaled.find_first_not_of('0');
+  unscaled = first == std::string::npos ? "0" : unscaled.substr(first);
+  const long adjusted = static_cast<long>(unscaled.size()) - 1 - static_cast<long>(scale);
+  if (adjusted >= -6 || unscaled == "0") {
+    out.append(text);
+    return;
+  }
+  if (negative) out.push_back('-');
+  out.push_back(unscaled[0]);
+  if (unscaled.size() > 1) {
+    out.push_back('.');
+    out.append(unscaled, 1);
+  }
+  out += "E" + std::to_string(adjusted);
 }
 
 void EventRouter::append_source(std::string& out, const decoder::Change& c, const Rule& rule) {
@@ -991,12 +1064,15 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
     if (snapshot_ == nullptr) begin_metadata_if_needed();
     Slot& s = next_slot();
     bool has_key = false;
-    if (key_image != nullptr) has_key = append_key(s.key, *key_image, rule, c.pk, err);
+    // The key-change headers need the key as Connect's header converter prints it (debezium
+    // format) or as the key's JSON (native); only an UPDATE can change a key.
+    std::string* header =
+        c.action == decoder::Action::kUpdate && debezium_format() ? &s.header_key : nullptr;
+    if (key_image != nullptr) has_key = append_key(s.key, *key_image, rule, c.pk, err, header);
     if (!err.empty()) return false;
+    if (header == nullptr) s.header_key = s.key;
     // The key's bytes as Debezium's JsonConverter (Jackson) writes them, in both formats: the
-    // bytes decide the partition and the compacted-topic identity. Connect's header converter
-    // (the key-change headers) leaves such characters as they are.
-    s.header_key = s.key;
+    // bytes decide the partition and the compacted-topic identity.
     json::escape_supplementary(s.key);
     s.value = "{\"before\":";
     // Under REPLICA IDENTITY DEFAULT (or an index) the old row is only its key. Debezium's

@@ -41,6 +41,9 @@ constexpr Builtin kBuiltins[] = {
     {oid::kNumeric, "numeric", 'N', 1231},
     {oid::kUuid, "uuid", 'U', 2951},
     {oid::kJsonb, "jsonb", 'U', 3807},
+    {oid::kBit, "bit", 'V', 1561},
+    {oid::kVarbit, "bit varying", 'V', 1563},
+    {oid::kPoint, "point", 'G', 1017},
 };
 
 }  // namespace
@@ -67,6 +70,8 @@ TypeRegistry::TypeRegistry() {
 
 void TypeRegistry::add(TypeInfo info) {
   const auto key = info.oid;
+  const std::string_view name = info.name;
+  if (info.kind == 'b' && (name == "hstore" || name.ends_with(".hstore"))) hstore_oid_ = key;
   types_.insert_or_assign(key, std::move(info));
 }
 

@@ -4,7 +4,10 @@
 
 #include "walrelay/router/value_mapping.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base64.hpp"
+#include "debezium_types.hpp"
 #include "walrelay/core/json.hpp"
 
 namespace walrelay::router {
@@ -104,48 +109,6 @@ bool is_special_float(std::string_view s) {
   return s == "NaN" || s == "Infinity" || s == "-Infinity";
 }
 
-// ------------------------------------------------------------------------------------------------
-// Base64 (RFC 4648 §4, standard alphabet with padding: java.util.Base64.getEncoder(), which Kafka
-// Connect's JsonConverter uses for BYTES and for Decimal with decimal.format=BASE64)
-
-constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Streams bytes into base64 text without buffering the input.
-class Base64Writer {
- public:
-  explicit Base64Writer(std::string& out) : out_(out) {}
-  void put(std::uint8_t b) {
-    acc_ = (acc_ << 8) | b;
-    if (++n_ == 3) {
-      out_.push_back(kB64[(acc_ >> 18) & 0x3F]);
-      out_.push_back(kB64[(acc_ >> 12) & 0x3F]);
-      out_.push_back(kB64[(acc_ >> 6) & 0x3F]);
-      out_.push_back(kB64[acc_ & 0x3F]);
-      acc_ = 0;
-      n_ = 0;
-    }
-  }
-  void finish() {
-    if (n_ == 1) {
-      out_.push_back(kB64[(acc_ >> 2) & 0x3F]);
-      out_.push_back(kB64[(acc_ << 4) & 0x3F]);
-      out_ += "==";
-    } else if (n_ == 2) {
-      out_.push_back(kB64[(acc_ >> 10) & 0x3F]);
-      out_.push_back(kB64[(acc_ >> 4) & 0x3F]);
-      out_.push_back(kB64[(acc_ << 2) & 0x3F]);
-      out_.push_back('=');
-    }
-    acc_ = 0;
-    n_ = 0;
-  }
-
- private:
-  std::string& out_;
-  std::uint32_t acc_ = 0;
-  int n_ = 0;
-};
-
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -156,7 +119,7 @@ int hex_value(char c) {
 /// bytea text (bytea_output hex `\x0a1b`, or escape format as a fallback) -> "base64".
 bool append_bytea_base64(std::string& out, std::string_view text) {
   out.push_back('"');
-  Base64Writer w(out);
+  detail::Base64Writer w(out);
   // byteaout hex format is "\x" then two hex digits per byte (src/backend/utils/adt/varlena.c);
   // wal2json strips the "\x" and prints only the digits (verified with wal2json 2.5 and
   // bytea_output=hex, which walrelay pins).
@@ -286,7 +249,7 @@ void append_twos_complement_base64(std::string& out, bool negative, std::string_
     }
   }
   out.push_back('"');
-  Base64Writer w(out);
+  detail::Base64Writer w(out);
   for (char b : bytes) w.put(static_cast<std::uint8_t>(b));
   w.finish();
   out.push_back('"');
@@ -564,6 +527,9 @@ enum class Kind : std::uint8_t {
   kTimestamptz,
   kInterval,
   kArray,
+  kBits,    // bit, varbit
+  kPoint,   // point
+  kHstore,  // the hstore extension's type
   kText,
 };
 
@@ -621,8 +587,19 @@ Resolved classify(std::uint32_t type_oid, const TypeRegistry& types) {
     case oid::kInterval:
       r.kind = Kind::kInterval;
       return r;
+    case oid::kBit:
+    case oid::kVarbit:
+      r.kind = Kind::kBits;
+      return r;
+    case oid::kPoint:
+      r.kind = Kind::kPoint;
+      return r;
     default:
       break;
+  }
+  if (r.oid == types.hstore_oid() && r.oid != 0) {
+    r.kind = Kind::kHstore;
+    return r;
   }
   if (const TypeInfo* t = types.find(r.oid);
       t != nullptr && t->category == 'A' && t->element != 0) {
@@ -953,11 +930,16 @@ bool map_scalar(std::string& out, std::string_view text, bool bare, const Resolv
       out.append(text);
       return true;
     case Kind::kFloat:
-      // float4/float8: the exact text (extra_float_digits 3 prints the shortest exact form,
-      // -0 kept). NaN/±Infinity are not JSON numbers: JSON strings, as Jackson writes
-      // non-finite doubles for Kafka's JsonConverter (QUOTE_NON_NUMERIC_NUMBERS).
+      // float4/float8: native keeps the exact text (extra_float_digits 3 prints the shortest
+      // exact form, -0 kept); debezium prints the same value as Java's Float/Double.toString
+      // (`1.0`, `-0.0`, `1.0E21`), as Jackson does for JsonConverter. NaN/±Infinity are not JSON
+      // numbers: JSON strings, as Jackson writes them (QUOTE_NON_NUMERIC_NUMBERS).
       if (is_json_number(text, false)) {
-        out.append(text);
+        if (!debezium) {
+          out.append(text);
+        } else if (!detail::append_java_number(out, text, r.oid == oid::kFloat4)) {
+          return fail(ctx, r.oid, text, "not a floating-point number");
+        }
       } else if (!bare && is_special_float(text)) {
         json::append_string(out, text);
       } else {
@@ -1053,6 +1035,30 @@ bool map_scalar(std::string& out, std::string_view text, bool bare, const Resolv
       return map_interval(out, text, ctx, r.oid);
     case Kind::kArray:
       return map_array(out, text, r, typmod, ctx);
+    case Kind::kBits:
+      // Debezium: bit(1)/varbit(1) a boolean, else io.debezium.data.Bits bytes.
+      if (!debezium) {
+        json::append_string(out, text);
+      } else if (!detail::append_debezium_bits(out, text, typmod)) {
+        return fail(ctx, r.oid, text, "not a bit string");
+      }
+      return true;
+    case Kind::kPoint:
+      // Debezium: io.debezium.data.geometry.Point {x, y, wkb, srid}.
+      if (!debezium) {
+        json::append_string(out, text);
+      } else if (!detail::append_debezium_point(out, text)) {
+        return fail(ctx, r.oid, text, "not a point");
+      }
+      return true;
+    case Kind::kHstore:
+      // Debezium (hstore.handling.mode=json): a JSON string holding the map as a JSON object.
+      if (!debezium) {
+        json::append_string(out, text);
+      } else if (!detail::append_hstore_json(out, text)) {
+        return fail(ctx, r.oid, text, "not hstore text");
+      }
+      return true;
     case Kind::kText:
       if (bare) {
         out.append(text);  // a bare token for a type we don't know: keep it as wal2json wrote it
@@ -1191,10 +1197,26 @@ bool map_array(std::string& out, std::string_view text, const Resolved& r, std::
                Ctx& ctx) {
   std::size_t i = 0;
   while (i < text.size() && is_space(text[i])) ++i;
+  if (i < text.size() && text[i] == '[') {
+    // A dimension decoration ("[0:2]={7,8,9}": a lower bound other than 1): the elements as a JSON
+    // array like any other (a column's JSON type must not change from row to row; Debezium does
+    // the same), the bounds dropped (README).
+    const auto eq = text.find('=', i);
+    if (eq == std::string_view::npos) return fail(ctx, r.oid, text, "malformed array bounds");
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      spdlog::warn(
+          "an array value with explicit bounds ({}) is published as a JSON array without its "
+          "bounds, as Debezium does (said once)",
+          text.substr(i, eq - i));
+    }
+    text = text.substr(eq + 1);
+    i = 0;
+    while (i < text.size() && is_space(text[i])) ++i;
+  }
   if (i >= text.size() || text[i] != '{') {
-    // A dimension decoration ("[0:2]={7,8,9}": lower bound other than 1) or a vector type that
-    // is not a brace literal (int2vector, oidvector): the PostgreSQL text as a JSON string, so no
-    // bound is lost silently.
+    // A vector type that is not a brace literal (int2vector, oidvector): the PostgreSQL text as a
+    // JSON string.
     json::append_string(out, text);
     return true;
   }

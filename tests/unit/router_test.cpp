@@ -667,3 +667,25 @@ TEST(Router, KeyOnlyBeforeImageInBothFormats) {
   EXPECT_EQ(native.route(update)[0].value->rfind(R"({"before":{"id":7},"after":{"id":7,)", 0), 0u);
   EXPECT_EQ(native.route(del)[0].value->rfind(R"({"before":{"id":7},"after":null,)", 0), 0u);
 }
+
+TEST(Router, KeyChangeHeadersAreConnectsHeaderTextInDebeziumFormat) {
+  // Debezium's __debezium.newkey/oldkey go through Kafka Connect's SimpleHeaderConverter
+  // (Values#append): a Decimal as BigDecimal#toString, strings with only \\ and " escaped. Seen
+  // side by side with Debezium 3.6.1 (tests/debezium).
+  Harness h;
+  h.cfg.events.value_format = "debezium";
+  TableSchema ts;
+  ts.schema = ts.root_schema = "public";
+  ts.table = ts.root_table = "invoices";
+  ts.columns = {ColumnInfo{"k", 25, -1, true, true},
+                ColumnInfo{"n", 1700, (10 << 16 | 2) + 4, true, true},
+                ColumnInfo{"v", 23, -1, false, false}};
+  ts.primary_key = {"k", "n"};
+  h.schemas.tables["public.invoices"] = ts;
+  auto out = h.route(
+      R"({"action":"U","xid":1031,"lsn":"0/26B3DA48","schema":"public","table":"invoices","columns":[{"name":"k","typeoid":25,"value":"a\"b\t"},{"name":"n","typeoid":1700,"value":13.50},{"name":"v","typeoid":23,"value":1}],"identity":[{"name":"k","typeoid":25,"value":"a\"b\t"},{"name":"n","typeoid":1700,"value":0.00}],"pk":[{"name":"k","typeoid":25},{"name":"n","typeoid":1700}]})");
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].key, R"({"k":"a\"b\t","n":"AA=="})");  // JsonConverter: Decimal 0.00 = 0
+  EXPECT_EQ(out[0].headers["__debezium.newkey"], "{\"k\":\"a\\\"b\t\",\"n\":13.50}");
+  EXPECT_EQ(out[2].headers["__debezium.oldkey"], "{\"k\":\"a\\\"b\t\",\"n\":0.00}");
+}

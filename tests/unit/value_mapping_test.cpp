@@ -197,10 +197,11 @@ TEST_F(ValueMapping, IntegersRejectGarbage) {
 
 TEST_F(ValueMapping, FloatsKeepTheirTextAndSpecialValuesBecomeStrings) {
   for (ValueFormat f : {ValueFormat::kNative, ValueFormat::kDebezium}) {
+    const bool dz = f == ValueFormat::kDebezium;  // Java's Double/Float.toString there
     EXPECT_EQ(map("0.30000000000000004", oid::kFloat8, -1, f), "0.30000000000000004");
-    EXPECT_EQ(map("-0", oid::kFloat8, -1, f), "-0");
-    EXPECT_EQ(map("1e+100", oid::kFloat8, -1, f), "1e+100");
-    EXPECT_EQ(map("1.5e-07", oid::kFloat4, -1, f), "1.5e-07");
+    EXPECT_EQ(map("-0", oid::kFloat8, -1, f), dz ? "-0.0" : "-0");
+    EXPECT_EQ(map("1e+100", oid::kFloat8, -1, f), dz ? "1.0E100" : "1e+100");
+    EXPECT_EQ(map("1.5e-07", oid::kFloat4, -1, f), dz ? "1.5E-7" : "1.5e-07");
     EXPECT_EQ(map("\"NaN\"", oid::kFloat8, -1, f), "\"NaN\"");
     EXPECT_EQ(map("\"Infinity\"", oid::kFloat4, -1, f), "\"Infinity\"");
     EXPECT_EQ(map("\"-Infinity\"", oid::kFloat8, -1, f), "\"-Infinity\"");
@@ -649,15 +650,71 @@ TEST_F(ValueMapping, IntAndBoolArrays) {
     EXPECT_EQ(map("\"{-2147483648,2147483647}\"", 1007, -1, f), "[-2147483648,2147483647]");
     EXPECT_EQ(map("\"{9223372036854775807}\"", 1016, -1, f), "[9223372036854775807]");
     EXPECT_EQ(map("\"{1.5,NaN,-Infinity,-0,1e+100,1.5e-07}\"", 1022, -1, f),
-              R"([1.5,"NaN","-Infinity",-0,1e+100,1.5e-07])");
+              f == ValueFormat::kDebezium ? R"([1.5,"NaN","-Infinity",-0.0,1.0E100,1.5E-7])"
+                                          : R"([1.5,"NaN","-Infinity",-0,1e+100,1.5e-07])");
     EXPECT_EQ(map("\"{ 1 , 2 }\"", 1005, -1, f), "[1,2]");
   }
 }
 
-TEST_F(ValueMapping, DimensionDecoratedArraysKeepTheirText) {
-  EXPECT_EQ(map("\"[0:2]={7,8,9}\"", 1007), "\"[0:2]={7,8,9}\"");
-  EXPECT_EQ(dbz("\"[0:2]={7,8,9}\"", 1007), "\"[0:2]={7,8,9}\"");
-  EXPECT_EQ(map("\"[2:3][1:1]={{a},{b}}\"", 1009), "\"[2:3][1:1]={{a},{b}}\"");
+TEST_F(ValueMapping, DimensionDecoratedArraysAreJsonArraysWithoutTheirBounds) {
+  // Issue 8 item 7: a column's JSON type does not change from row to row; Debezium 3.6 writes
+  // [7,8,9] too (checked by tests/debezium). The bounds are dropped (README, and a warning).
+  EXPECT_EQ(map("\"[0:2]={7,8,9}\"", 1007), "[7,8,9]");
+  EXPECT_EQ(dbz("\"[0:2]={7,8,9}\"", 1007), "[7,8,9]");
+  EXPECT_EQ(map("\"[2:3][1:1]={{a},{b}}\"", 1009), R"([["a"],["b"]])");
+  EXPECT_TRUE(is_error(map("\"[0:2]{7}\"", 1007)));
+}
+
+TEST_F(ValueMapping, FloatsInDebeziumFormatAreJavasText) {
+  // Java's Double/Float.toString (JDK 19+), as Debezium 3.6.1 printed them side by side.
+  EXPECT_EQ(dbz("-0", oid::kFloat8), "-0.0");
+  EXPECT_EQ(dbz("1", oid::kFloat8), "1.0");
+  EXPECT_EQ(dbz("1e+21", oid::kFloat8), "1.0E21");
+  EXPECT_EQ(dbz("1.4e-45", oid::kFloat8), "1.4E-45");
+  EXPECT_EQ(dbz("1e-45", oid::kFloat4), "1.4E-45");  // the least float: 2 digits, closest
+  EXPECT_EQ(dbz("3.141592653589793", oid::kFloat8), "3.141592653589793");
+  EXPECT_EQ(dbz("0.001", oid::kFloat8), "0.001");
+  EXPECT_EQ(dbz("0.0001", oid::kFloat8), "1.0E-4");
+  EXPECT_EQ(dbz("1234567", oid::kFloat8), "1234567.0");
+  EXPECT_EQ(dbz("10000000", oid::kFloat8), "1.0E7");
+  EXPECT_EQ(dbz("5e-324", oid::kFloat8), "4.9E-324");
+  EXPECT_EQ(dbz("1.7976931348623157e+308", oid::kFloat8), "1.7976931348623157E308");
+  EXPECT_EQ(dbz("3.4028235e+38", oid::kFloat4), "3.4028235E38");
+  EXPECT_EQ(dbz("0.1", oid::kFloat4), "0.1");
+  EXPECT_EQ(dbz("-2", oid::kFloat8), "-2.0");
+  EXPECT_EQ(dbz("123.456", oid::kFloat8), "123.456");
+  EXPECT_EQ(dbz("\"NaN\"", oid::kFloat8), "\"NaN\"");
+  EXPECT_EQ(dbz(R"("{1,-0,1e+21}")", 1022), "[1.0,-0.0,1.0E21]");
+  // native keeps PostgreSQL's exact text.
+  EXPECT_EQ(map("1e+21", oid::kFloat8), "1e+21");
+  EXPECT_EQ(map("-0", oid::kFloat8), "-0");
+}
+
+TEST_F(ValueMapping, BitsPointsAndHstoreAsDebeziumMapsThem) {
+  // bit(1) → boolean; bit(n)/varbit → io.debezium.data.Bits (little-endian BitSet bytes, base64),
+  // values observed from Debezium 3.6.1: B'1000' "CA==", B'10100101' "pQ==", B'00000001' "AQ==",
+  // varbit B'101' "BQ==", B'0000' "" (Debezium drops the zero bytes: README).
+  EXPECT_EQ(dbz("\"1\"", oid::kBit, 1), "true");
+  EXPECT_EQ(dbz("\"0\"", oid::kBit, 1), "false");
+  EXPECT_EQ(dbz("\"1000\"", oid::kBit, 4), "\"CA==\"");
+  EXPECT_EQ(dbz("\"10100101\"", oid::kBit, 8), "\"pQ==\"");
+  EXPECT_EQ(dbz("\"00000001\"", oid::kBit, 8), "\"AQ==\"");
+  EXPECT_EQ(dbz("\"101\"", oid::kVarbit), "\"BQ==\"");
+  EXPECT_EQ(dbz("\"0000\"", oid::kBit, 4), "\"\"");
+  EXPECT_EQ(dbz("\"0000000100000010\"", oid::kBit, 16), "\"AgE=\"");  // bytes 02 01
+  EXPECT_TRUE(is_error(dbz("\"10x\"", oid::kVarbit)));
+  EXPECT_EQ(map("\"1000\"", oid::kBit, 4), "\"1000\"");  // native: the text
+  // point → io.debezium.data.geometry.Point; wkb = 01 01000000 <x LE> <y LE>.
+  EXPECT_EQ(dbz("\"(1.5,-2)\"", oid::kPoint),
+            R"({"x":1.5,"y":-2.0,"wkb":"AQEAAAAAAAAAAAD4PwAAAAAAAADA","srid":null})");
+  EXPECT_EQ(map("\"(1.5,-2)\"", oid::kPoint), "\"(1.5,-2)\"");
+  // hstore (hstore.handling.mode=json): a JSON string of the map in java.util.HashMap order
+  // ("a" bucket 1; "d" and "b c" both bucket 4, in insertion order), as Debezium printed it.
+  types_.add({17000, "hstore", 'U', 'b', 0, 0, ','});
+  EXPECT_EQ(dbz(R"("\"a\"=>\"1\", \"d\"=>\"x\\\"y\", \"b c\"=>NULL")", 17000),
+            R"("{\"a\":\"1\",\"d\":\"x\\\"y\",\"b c\":null}")");
+  EXPECT_EQ(dbz("\"\"", 17000), R"("{}")");
+  EXPECT_EQ(map(R"("\"a\"=>\"1\"")", 17000), R"("\"a\"=>\"1\"")");
 }
 
 TEST_F(ValueMapping, ArraysOfOtherTypesMapEachElement) {

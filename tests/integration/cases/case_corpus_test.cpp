@@ -886,7 +886,10 @@ void bug04(CaseCorpusTest& t) {
   const auto& r3 = rs[2];
   EXPECT_TRUE(one_of(r3, "/after/tags", arr("[null]", "{NULL}")));
   EXPECT_TRUE(
-      one_of(r3, "/after/scores", {jstr("[0:2]={7,8,9}"), R"({"lower":0,"values":[7,8,9]})"}));
+      // The case allows the text or {"lower":0,...}; issue 8 (a column's JSON type must not
+      // change from row to row, as Debezium) made it a JSON array without its bounds, which the
+      // README says and a warning logs, so the bound is not dropped silently.
+      one_of(r3, "/after/scores", {"[7,8,9]"}));
   EXPECT_TRUE(one_of(r3, "/after/matrix", arr("[[[1]],[[2]]]", "{{{1}},{{2}}}")));
   EXPECT_TRUE(one_of(r3, "/after/flags", arr("[true]", "{t}")));
   const auto& r4 = rs[3];

@@ -167,8 +167,15 @@ class EventRouter {
                     std::string& err);
   bool append_after_image(std::string& out, const decoder::Change& c, const Rule& rule,
                           std::string& err);
+  /// The key's JSON into `out`; with `header`, also the key as Kafka Connect's
+  /// SimpleHeaderConverter prints Debezium's key struct (the `__debezium.newkey`/`oldkey` header).
   bool append_key(std::string& out, const std::vector<decoder::Column>& image, const Rule& rule,
-                  const std::vector<std::string_view>& pk, std::string& err);
+                  const std::vector<std::string_view>& pk, std::string& err,
+                  std::string* header = nullptr);
+  static void append_connect_header_string(std::string& out, std::string_view text);
+  void append_connect_header_value(std::string& out, std::string_view json_value,
+                                   const decoder::Column& col, std::int32_t typmod);
+  static void append_big_decimal_text(std::string& out, std::string_view text);
   void append_source(std::string& out, const decoder::Change& c, const Rule& rule);
   void finish_row_record(Slot& s, const Rule& rule, bool has_key, char op);
   void add_tombstone(const Slot& of);

@@ -18,6 +18,7 @@ inline constexpr std::uint32_t kInt4 = 23;
 inline constexpr std::uint32_t kText = 25;
 inline constexpr std::uint32_t kOid = 26;
 inline constexpr std::uint32_t kJson = 114;
+inline constexpr std::uint32_t kPoint = 600;
 inline constexpr std::uint32_t kFloat4 = 700;
 inline constexpr std::uint32_t kFloat8 = 701;
 inline constexpr std::uint32_t kMoney = 790;
@@ -29,6 +30,8 @@ inline constexpr std::uint32_t kTimestamp = 1114;
 inline constexpr std::uint32_t kTimestamptz = 1184;
 inline constexpr std::uint32_t kInterval = 1186;
 inline constexpr std::uint32_t kTimetz = 1266;
+inline constexpr std::uint32_t kBit = 1560;
+inline constexpr std::uint32_t kVarbit = 1562;
 inline constexpr std::uint32_t kNumeric = 1700;
 inline constexpr std::uint32_t kUuid = 2950;
 inline constexpr std::uint32_t kJsonb = 3802;
@@ -56,8 +59,12 @@ class TypeRegistry {
   /// set, delimiter ','), OIDs from pg_type.dat, checked against PostgreSQL 15's pg_type.
   TypeRegistry();
 
-  /// Adds or replaces a type.
+  /// Adds or replaces a type. A base type named `hstore` (the extension's, in any schema) becomes
+  /// hstore_oid().
   void add(TypeInfo info);
+
+  /// The OID of the hstore extension's type, 0 when not known (extension types have no fixed OID).
+  [[nodiscard]] std::uint32_t hstore_oid() const { return hstore_oid_; }
 
   /// The type, or nullptr when unknown.
   [[nodiscard]] const TypeInfo* find(std::uint32_t type_oid) const;
@@ -75,6 +82,7 @@ class TypeRegistry {
 
  private:
   std::unordered_map<std::uint32_t, TypeInfo> types_;
+  std::uint32_t hstore_oid_ = 0;
 };
 
 }  // namespace walrelay::router
