@@ -641,6 +641,7 @@ class Loader {
     // Only values that were read correctly take part in the cross-key check below.
     std::optional<std::string> value_format;
     std::optional<bool> json_as_document;
+    std::optional<std::string> decimal_handling;
     const Field fields[] = {
         {"value_format",
          [&](const YAML::Node& v, const std::string& p) {
@@ -651,6 +652,11 @@ class Loader {
          [&](const YAML::Node& v, const std::string& p) {
            json_as_document = boolean(v, p);
            if (json_as_document) events.json_as_document = *json_as_document;
+         }},
+        {"decimal_handling",
+         [&](const YAML::Node& v, const std::string& p) {
+           decimal_handling = one_of(v, p, {"precise", "string", "double"});
+           if (decimal_handling) events.decimal_handling = *decimal_handling;
          }},
         {"tombstones_on_delete",
          [&](const YAML::Node& v, const std::string& p) {
@@ -684,6 +690,11 @@ class Loader {
          }},
     };
     walk(node, path, fields);
+    if (decimal_handling && *decimal_handling != "precise" && value_format != "debezium") {
+      error(join(path, "decimal_handling"),
+            "is Debezium's decimal.handling.mode and needs value_format: debezium (native "
+            "always writes numeric and money as exact decimal strings)");
+    }
     if (json_as_document == true && value_format == "debezium") {
       error(join(path, "json_as_document"),
             "must be false when value_format is debezium (Debezium's JSON converter gives json "

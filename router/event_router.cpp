@@ -353,6 +353,9 @@ EventRouter::EventRouter(RouterSettings settings, const config::Config& cfg,
   value_opts_.format =
       settings_.events.value_format == "debezium" ? ValueFormat::kDebezium : ValueFormat::kNative;
   value_opts_.json_as_document = settings_.events.json_as_document;
+  value_opts_.decimal = settings_.events.decimal_handling == "string"   ? DecimalHandling::kString
+                        : settings_.events.decimal_handling == "double" ? DecimalHandling::kDouble
+                                                                        : DecimalHandling::kPrecise;
 }
 
 EventRouter::~EventRouter() = default;

@@ -660,6 +660,33 @@ bool map_array(std::string& out, std::string_view text, const Resolved& r, std::
 bool map_numeric(std::string& out, std::string_view text, std::int32_t typmod, Ctx& ctx,
                  std::uint32_t oid_for_error) {
   const bool debezium = ctx.opts.format == ValueFormat::kDebezium;
+  if (debezium && ctx.opts.decimal == DecimalHandling::kString) {
+    // SpecialValueDecimal#fromLogical in string mode: toPlainString() (PostgreSQL's numeric text is
+    // plain and has the value's scale) or the special value's name.
+    if (text == "NaN") {
+      out += "\"NAN\"";
+    } else if (text == "Infinity") {
+      out += "\"POSITIVE_INFINITY\"";
+    } else if (text == "-Infinity") {
+      out += "\"NEGATIVE_INFINITY\"";
+    } else {
+      Decimal d;
+      if (!parse_decimal(text, d)) return fail(ctx, oid_for_error, text, "not a decimal number");
+      json::append_string(out, text);
+    }
+    return true;
+  }
+  if (debezium && ctx.opts.decimal == DecimalHandling::kDouble) {
+    // BigDecimal#doubleValue (correctly rounded), printed as Java does; NaN/±Infinity as Jackson
+    // writes non-finite doubles.
+    if (!is_special_float(text)) {
+      Decimal d;
+      if (!parse_decimal(text, d)) return fail(ctx, oid_for_error, text, "not a decimal number");
+    }
+    if (!detail::append_java_number(out, text == "NaN" ? "nan" : text, false))
+      return fail(ctx, oid_for_error, text, "not a decimal number");
+    return true;
+  }
   if (is_special_float(text)) {
     if (debezium) {
       // Debezium (decimal.handling.mode=precise) cannot express NaN/±Infinity in a Decimal and
@@ -712,6 +739,24 @@ bool map_money(std::string& out, std::string_view text, Ctx& ctx, std::uint32_t 
     return fail(ctx, oid_for_error, text, "not a money amount");
   if (ctx.opts.format == ValueFormat::kNative) {
     json::append_string(out, canon);
+    return true;
+  }
+  // Debezium convertMoney: string mode toPlainString of the scale-2 amount, double mode
+  // doubleValue() as Java prints it.
+  if (ctx.opts.decimal == DecimalHandling::kString ||
+      ctx.opts.decimal == DecimalHandling::kDouble) {
+    if (!unscaled_digits(d, 2))
+      return fail(ctx, oid_for_error, text, "more than 2 fraction digits");
+    std::string plain = d.negative ? "-" : "";
+    plain.append(d.int_digits.empty() ? std::string_view("0") : d.int_digits);
+    plain.push_back('.');
+    plain.append(d.frac_digits);
+    plain.append(2 - std::min<std::size_t>(2, d.frac_digits.size()), '0');
+    if (ctx.opts.decimal == DecimalHandling::kString) {
+      json::append_string(out, plain);
+    } else if (!detail::append_java_number(out, plain, false)) {
+      return fail(ctx, oid_for_error, text, "not a money amount");
+    }
     return true;
   }
   // Debezium: PostgresValueConverter#moneySchema = Decimal.builder(money.fraction.digits = 2),

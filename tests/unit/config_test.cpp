@@ -549,6 +549,20 @@ TEST(ConfigEvents, ValueErrors) {
   EXPECT_EQ(reason_for(load(with("", "events: [a]\n")), "events"), "expected a map, got a list");
 }
 
+TEST(ConfigEvents, DecimalHandlingIsDebeziumOnly) {
+  EXPECT_EQ(load_ok(with("", "events: {value_format: debezium, decimal_handling: string}\n"))
+                .events.decimal_handling,
+            "string");
+  EXPECT_EQ(load_ok(with("", "events: {value_format: debezium}\n")).events.decimal_handling,
+            "precise");
+  const LoadResult native = load(with("", "events: {decimal_handling: double}\n"));
+  EXPECT_EQ(keys_of(native), std::vector<std::string>{"events.decimal_handling"});
+  EXPECT_NE(reason_for(native, "events.decimal_handling").find("value_format: debezium"),
+            std::string::npos);
+  EXPECT_EQ(keys_of(load(with("", "events: {value_format: debezium, decimal_handling: exact}\n"))),
+            std::vector<std::string>{"events.decimal_handling"});
+}
+
 TEST(ConfigEvents, JsonAsDocumentIsNativeOnly) {
   for (const char* yaml : {"events: {value_format: debezium, json_as_document: true}\n",
                            "events: {json_as_document: true, value_format: debezium}\n"}) {

@@ -806,5 +806,36 @@ TEST_F(ValueMapping, ErrorMessageForMalformedToken) {
   EXPECT_NE(r.find("numeric"), std::string::npos) << r;
 }
 
+TEST_F(ValueMapping, DecimalHandlingStringAndDouble) {
+  // Debezium's decimal.handling.mode (SpecialValueDecimal#fromLogical, convertMoney).
+  ValueMappingOptions opts;
+  opts.format = ValueFormat::kDebezium;
+  const auto with = [&](DecimalHandling mode, std::string_view token, std::uint32_t type,
+                        std::int32_t typmod = -1) {
+    opts.decimal = mode;
+    std::string out;
+    std::string error;
+    if (!append_value(out, token, type, typmod, types_, opts, error)) return "ERROR: " + error;
+    return out;
+  };
+  using enum DecimalHandling;
+  EXPECT_EQ(with(kString, "13.50", oid::kNumeric, numeric_typmod(10, 2)), "\"13.50\"");
+  EXPECT_EQ(with(kString, "\"12345678901234567890.123456789\"", oid::kNumeric),
+            "\"12345678901234567890.123456789\"");
+  EXPECT_EQ(with(kString, "\"NaN\"", oid::kNumeric), "\"NAN\"");
+  EXPECT_EQ(with(kString, "\"Infinity\"", oid::kNumeric), "\"POSITIVE_INFINITY\"");
+  EXPECT_EQ(with(kString, "\"-Infinity\"", oid::kNumeric), "\"NEGATIVE_INFINITY\"");
+  EXPECT_EQ(with(kString, "\"$1,234.5\"", oid::kMoney), "\"1234.50\"");
+  EXPECT_EQ(with(kString, R"("{1.50,NaN}")", 1231), R"(["1.50","NAN"])");
+  EXPECT_EQ(with(kDouble, "13.50", oid::kNumeric, numeric_typmod(10, 2)), "13.5");
+  EXPECT_EQ(with(kDouble, "\"12345678901234567890.123456789\"", oid::kNumeric),
+            "1.2345678901234567E19");
+  EXPECT_EQ(with(kDouble, "\"NaN\"", oid::kNumeric), "\"NaN\"");
+  EXPECT_EQ(with(kDouble, "\"-Infinity\"", oid::kNumeric), "\"-Infinity\"");
+  EXPECT_EQ(with(kDouble, "\"-$0.01\"", oid::kMoney), "-0.01");
+  EXPECT_EQ(with(kDouble, "\"$5.00\"", oid::kMoney), "5.0");
+  EXPECT_EQ(with(kPrecise, "13.50", oid::kNumeric, numeric_typmod(10, 2)), "\"BUY=\"");
+}
+
 }  // namespace
 }  // namespace walrelay::router

@@ -125,8 +125,10 @@ struct TopicsConfig {
 struct EventsConfig {
   std::string value_format = "native";  ///< "native" or "debezium"
   bool json_as_document = false;        ///< json/jsonb columns embedded as JSON (native only)
-  bool tombstones_on_delete = true;     ///< Debezium tombstones.on.delete
-  Operations operations;                ///< default for tables that do not set `operations`
+  /// Debezium's decimal.handling.mode (debezium format only): "precise", "string" or "double".
+  std::string decimal_handling = "precise";
+  bool tombstones_on_delete = true;  ///< Debezium tombstones.on.delete
+  Operations operations;             ///< default for tables that do not set `operations`
   /// Stands in for an unchanged TOASTed column wal2json left out of an UPDATE
   /// (Debezium unavailable.value.placeholder).
   std::string toast_placeholder = "__debezium_unavailable_value";

@@ -21,8 +21,16 @@ enum class ValueFormat : std::uint8_t {
   kDebezium,
 };
 
+/// Debezium's decimal.handling.mode for numeric and money in the debezium format.
+enum class DecimalHandling : std::uint8_t {
+  kPrecise,  ///< Connect Decimal / VariableScaleDecimal (base64 bytes); NaN/±Infinity → null
+  kString,  ///< BigDecimal#toPlainString ("13.50"); "NAN", "POSITIVE_INFINITY", "NEGATIVE_INFINITY"
+  kDouble,  ///< BigDecimal#doubleValue as Java prints it (13.5); "NaN", "Infinity", "-Infinity"
+};
+
 struct ValueMappingOptions {
   ValueFormat format = ValueFormat::kNative;
+  DecimalHandling decimal = DecimalHandling::kPrecise;  ///< debezium format only
   /// json/jsonb columns embedded as JSON documents instead of JSON strings (native format only).
   bool json_as_document = false;
 };
