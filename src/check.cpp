@@ -4,9 +4,65 @@
 
 #include "replication/replication_stream.hpp"
 #include "state_store.hpp"
+#include "table_inventory.hpp"
+#include "walrelay/router/event_router.hpp"
 #include "walrelay/sink/kafka_producer.hpp"
 
 namespace walrelay {
+
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// What `run` would capture, as it would route it: each matched table with its topic and event key
+// (README "What gets published"), or its role.
+bool list_tables(replication::ReplicationStream& stream, const config::Config& cfg,
+                 const std::string& database, std::ostream& out) {
+  std::vector<std::string> unmatched;
+  auto matched = match_tables(stream, cfg, &unmatched);
+  if (!matched) {
+    out << "  FAIL " << matched.error() << "\n";
+    return false;
+  }
+  const router::TypeRegistry types;
+  router::EventRouter router(
+      router::RouterSettings{cfg.name, cfg.topics.prefix, database, "", cfg.events}, cfg, nullptr,
+      types);
+  out << "tables: " << matched->size() << " matched\n";
+  for (const MatchedTable& t : *matched) {
+    out << "  " << t.schema << "." << t.table;
+    switch (router.role_of(t.schema, t.table)) {
+      case router::TableRole::kOutbox: {
+        const auto& ob = cfg.tables[t.entry].outbox;
+        out << ": outbox, topic " << (ob ? ob->topic : std::string("?")) << "\n";
+        continue;
+      }
+      case router::TableRole::kIgnored:
+        out << ": excluded\n";
+        continue;
+      case router::TableRole::kRowChange:
+        break;
+    }
+    const auto key = event_key_columns(t, cfg);
+    out << " -> " << router.topic_of(t.schema, t.table) << ", key "
+        << (key.empty() ? std::string("none (null keys)") : "(" + join(key) + ")");
+    if (t.partitioned) out << ", partitioned (" << cfg.events.partitions << " topics)";
+    if (t.replica_identity == 'n' || (t.replica_identity == 'd' && !t.has_primary_key)) {
+      out << "  WARN: wal2json drops its UPDATE and DELETE (REPLICA IDENTITY "
+          << (t.replica_identity == 'n' ? "NOTHING" : "DEFAULT without a primary key") << ")";
+    }
+    out << "\n";
+  }
+  for (const auto& name : unmatched)
+    out << "  WARN tables entry '" << name << "' matches no table\n";
+  return true;
+}
+
+}  // namespace
 
 ExitCode run_check(const config::Config& cfg, std::ostream& out) {
   bool ok = true;
@@ -71,6 +127,7 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
         ok = false;
       }
     }
+    ok = list_tables(stream, cfg, sys->dbname, out) && ok;
   }
   stream.close();
 

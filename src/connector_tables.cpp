@@ -7,6 +7,7 @@
 #include <set>
 
 #include "connector.hpp"
+#include "table_inventory.hpp"
 #include "walrelay/decoder/plugin_options.hpp"
 
 namespace walrelay {
@@ -15,20 +16,6 @@ namespace {
 
 bool has_partial_glob(const std::string& part) {
   return part != "*" && part.find('*') != std::string::npos;
-}
-
-// Turns a `*` glob into a LIKE pattern (backslash is LIKE's default escape character).
-std::string glob_to_like(const std::string& glob) {
-  std::string out;
-  for (char c : glob) {
-    if (c == '*') {
-      out.push_back('%');
-    } else {
-      if (c == '%' || c == '_' || c == '\\') out.push_back('\\');
-      out.push_back(c);
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -41,115 +28,102 @@ Connector::Outcome Connector::check_tables() {
   snapshot_tables_.clear();
   std::vector<std::string> routes;            // "schema.table → topic" for the summary
   std::map<std::string, std::string> topics;  // topic → the table publishing to it
-  std::set<std::string> seen_tables;
   for (const auto& tc : cfg_.tables) {
     if (has_partial_glob(tc.schema_pattern) || has_partial_glob(tc.table_pattern)) {
       filter_on_server = false;  // wal2json's add-tables only knows a whole `*`
     }
     filters.push_back({tc.schema_pattern, tc.table_pattern});
-    if (&tc == &cfg_.tables.front() && !cfg_.snapshot.signal_table.empty()) {
-      // The signal table's INSERTs must reach walrelay; they are never published.
-      filters.push_back({cfg_.snapshot.signal_table_schema, cfg_.snapshot.signal_table_name});
+  }
+  if (!cfg_.snapshot.signal_table.empty()) {
+    // The signal table's INSERTs must reach walrelay; they are never published.
+    filters.push_back({cfg_.snapshot.signal_table_schema, cfg_.snapshot.signal_table_name});
+  }
+  std::vector<std::string> unmatched;
+  auto matched = match_tables(*stream_, cfg_, &unmatched);
+  if (!matched) {
+    reason_ = matched.error();
+    return Outcome::kRetry;
+  }
+  for (const auto& name : unmatched) spdlog::warn("tables entry '{}' matches no table yet", name);
+  for (const MatchedTable& m : *matched) {
+    const auto& tc = cfg_.tables[m.entry];
+    const std::string& schema = m.schema;
+    const std::string& table = m.table;
+    if (m.partitioned) {
+      // wal2json reports a partitioned table's changes under its leaves' names (shared/cases/
+      // README.md item 10): filtering by the root's name on the server would match nothing.
+      filter_on_server = false;
     }
-    auto rows = stream_->query(
-        "SELECT n.nspname, c.relname, c.relreplident, "
-        "EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary "
-        "AND i.indimmediate), c.relkind "
-        "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition "
-        "AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
-        "AND n.nspname NOT LIKE 'pg\\_toast%' "
-        "AND n.nspname LIKE " +
-        replication::quote_literal(glob_to_like(tc.schema_pattern)) + " AND c.relname LIKE " +
-        replication::quote_literal(glob_to_like(tc.table_pattern)) + " ORDER BY 1, 2");
-    if (!rows) {
-      reason_ = "cannot look up tables for '" + tc.name + "': " + rows.error();
-      return Outcome::kRetry;
-    }
-    if (rows->empty()) {
-      spdlog::warn("tables entry '{}' matches no table yet", tc.name);
-    }
-    for (const auto& r : *rows) {
-      const std::string schema = r[0].value_or("");
-      const std::string table = r[1].value_or("");
-      // A table several entries match is checked (and listed) once: the first entry decides.
-      if (!seen_tables.insert(schema + '\0' + table).second) continue;
-      if (r[4].value_or("r") == "p") {
-        // wal2json reports a partitioned table's changes under its leaves' names (shared/cases/
-        // README.md item 10): filtering by the root's name on the server would match nothing.
-        filter_on_server = false;
-      }
-      const auto role = router_->role_of(schema, table);
-      if (role == router::TableRole::kOutbox) {
-        // A misnamed column would stop the connector at the first event: refuse it now.
-        if (auto missing = router_->missing_outbox_columns(schema, table); !missing.empty()) {
-          std::string list;
-          for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-          reason_ = "outbox table " + schema + "." + table + " has no column " + list +
-                    " named in its outbox configuration";
-          return fatal(ExitCode::kConfigError);
-        }
-        routes.push_back(schema + "." + table + " (outbox)");
-        continue;
-      }
-      if (role != router::TableRole::kRowChange) continue;  // excluded
-      const std::string topic = router_->topic_of(schema, table);
-      const std::string qualified = schema + "." + table;
-      routes.push_back(qualified + " → " + topic);
-      if (r[4].value_or("r") == "p" && cfg_.events.partitions == "leaf") {
-        // Leaf topics: a snapshot reads each leaf, so its rows go where its changes go.
-        auto leaves =
-            stream_->query("SELECT n.nspname, c.relname FROM pg_catalog.pg_partition_tree(" +
-                           replication::quote_literal(replication::quote_ident(schema) + "." +
-                                                      replication::quote_ident(table)) +
-                           "::regclass) t JOIN pg_catalog.pg_class c ON c.oid = t.relid "
-                           "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE "
-                           "t.isleaf ORDER BY 1, 2");
-        if (!leaves) {
-          reason_ = "cannot list the partitions of " + qualified + ": " + leaves.error();
-          return Outcome::kRetry;
-        }
-        for (const auto& leaf : *leaves) {
-          snapshot_tables_.emplace_back(leaf[0].value_or(""), leaf[1].value_or(""));
-        }
-      } else {
-        snapshot_tables_.emplace_back(schema, table);
-      }
-      if (topic.size() > 249) {
-        reason_ = "table " + qualified + " maps to topic '" + topic +
-                  "', longer than Kafka's 249 characters; set a shorter `topic` for it";
+    const auto role = router_->role_of(schema, table);
+    if (role == router::TableRole::kOutbox) {
+      // A misnamed column would stop the connector at the first event: refuse it now.
+      if (auto missing = router_->missing_outbox_columns(schema, table); !missing.empty()) {
+        std::string list;
+        for (const auto& col : missing) list += (list.empty() ? "" : ", ") + col;
+        reason_ = "outbox table " + schema + "." + table + " has no column " + list +
+                  " named in its outbox configuration";
         return fatal(ExitCode::kConfigError);
       }
-      std::string clash_key = topic;  // Kafka treats '.' and '_' alike in topic names
-      std::replace(clash_key.begin(), clash_key.end(), '.', '_');
-      if (auto [it, inserted] = topics.emplace(clash_key, qualified); !inserted) {
-        reason_ = "tables " + it->second + " and " + qualified + " would both publish to topic '" +
-                  topic +
-                  "' (names are mapped to Kafka's [A-Za-z0-9._-], and Kafka treats '.' and '_' "
-                  "alike); give one of them its own `topic`";
-        return fatal(ExitCode::kConfigError);
+      routes.push_back(schema + "." + table + " (outbox)");
+      continue;
+    }
+    if (role != router::TableRole::kRowChange) continue;  // excluded
+    const std::string topic = router_->topic_of(schema, table);
+    const std::string qualified = schema + "." + table;
+    routes.push_back(qualified + " → " + topic);
+    if (m.partitioned && cfg_.events.partitions == "leaf") {
+      // Leaf topics: a snapshot reads each leaf, so its rows go where its changes go.
+      auto leaves =
+          stream_->query("SELECT n.nspname, c.relname FROM pg_catalog.pg_partition_tree(" +
+                         replication::quote_literal(replication::quote_ident(schema) + "." +
+                                                    replication::quote_ident(table)) +
+                         "::regclass) t JOIN pg_catalog.pg_class c ON c.oid = t.relid "
+                         "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE "
+                         "t.isleaf ORDER BY 1, 2");
+      if (!leaves) {
+        reason_ = "cannot list the partitions of " + qualified + ": " + leaves.error();
+        return Outcome::kRetry;
       }
-      const std::string ident = r[2].value_or("d");
-      const bool has_pk = r[3].value_or("f") == "t";
-      if (ident == "n") {
-        spdlog::warn(
-            "table {}.{} has REPLICA IDENTITY NOTHING: wal2json drops its UPDATE and "
-            "DELETE changes without a trace. Set REPLICA IDENTITY DEFAULT (with a primary "
-            "key) or FULL",
-            schema, table);
-      } else if (ident == "d" && !has_pk) {
-        spdlog::warn(
-            "table {}.{} has REPLICA IDENTITY DEFAULT but no usable (non-deferrable) "
-            "primary key: wal2json drops its UPDATE and DELETE changes without a trace. "
-            "Add a primary key or set REPLICA IDENTITY FULL",
-            schema, table);
+      for (const auto& leaf : *leaves) {
+        snapshot_tables_.emplace_back(leaf[0].value_or(""), leaf[1].value_or(""));
       }
-      if (!has_pk && ident != "i" && tc.key_columns.empty()) {
-        spdlog::warn(
-            "table {}.{} has no primary key: its events get a null key (no per-key order, no "
-            "compaction). Set key_columns for it",
-            schema, table);
-      }
+    } else {
+      snapshot_tables_.emplace_back(schema, table);
+    }
+    if (topic.size() > 249) {
+      reason_ = "table " + qualified + " maps to topic '" + topic +
+                "', longer than Kafka's 249 characters; set a shorter `topic` for it";
+      return fatal(ExitCode::kConfigError);
+    }
+    std::string clash_key = topic;  // Kafka treats '.' and '_' alike in topic names
+    std::replace(clash_key.begin(), clash_key.end(), '.', '_');
+    if (auto [it, inserted] = topics.emplace(clash_key, qualified); !inserted) {
+      reason_ = "tables " + it->second + " and " + qualified + " would both publish to topic '" +
+                topic +
+                "' (names are mapped to Kafka's [A-Za-z0-9._-], and Kafka treats '.' and '_' "
+                "alike); give one of them its own `topic`";
+      return fatal(ExitCode::kConfigError);
+    }
+    const char ident = m.replica_identity;
+    const bool has_pk = m.has_primary_key;
+    if (ident == 'n') {
+      spdlog::warn(
+          "table {}.{} has REPLICA IDENTITY NOTHING: wal2json drops its UPDATE and "
+          "DELETE changes without a trace. Set REPLICA IDENTITY DEFAULT (with a primary "
+          "key) or FULL",
+          schema, table);
+    } else if (ident == 'd' && !has_pk) {
+      spdlog::warn(
+          "table {}.{} has REPLICA IDENTITY DEFAULT but no usable (non-deferrable) "
+          "primary key: wal2json drops its UPDATE and DELETE changes without a trace. "
+          "Add a primary key or set REPLICA IDENTITY FULL",
+          schema, table);
+    }
+    if (!has_pk && ident != 'i' && tc.key_columns.empty()) {
+      spdlog::warn(
+          "table {}.{} has no primary key: its events get a null key (no per-key order, no "
+          "compaction). Set key_columns for it",
+          schema, table);
     }
   }
   if (!filter_on_server) {

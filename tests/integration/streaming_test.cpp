@@ -469,5 +469,35 @@ TEST_F(StreamingTest, BadConfigExitsWithCode2NamingTheKeyAndCreatesNothing) {
   EXPECT_TRUE(kafka_->topics_with_prefix(name_ + ".").empty());
 }
 
+// Issue 8: `walrelay check` lists the tables `run` would capture, with each one's topic and event
+// key (the key's declaration order, as the events are keyed), outbox tables and entries that
+// match nothing, before anything is started.
+TEST_F(StreamingTest, CheckListsTablesWithTopicsAndKeys) {
+  pg_->exec("CREATE TABLE " + table("orders") + " (a int, b text, v int, PRIMARY KEY (b, a))");
+  pg_->exec("CREATE TABLE " + table("loose") + " (x int)");
+  pg_->exec("CREATE TABLE " + table("ri") + " (x int NOT NULL, y int NOT NULL)");
+  pg_->exec("CREATE UNIQUE INDEX ri_yx ON " + table("ri") + " (y, x)");
+  pg_->exec("ALTER TABLE " + table("ri") + " REPLICA IDENTITY USING INDEX ri_yx");
+  auto cfg = make_config({{table("*")}, {"nothere_" + name_ + ".*"}});
+  WalrelayProcess proc(cfg.to_yaml());
+  proc.start({"check", "--config", proc.config_path().string()});
+  ASSERT_EQ(proc.wait_exit(), 0) << proc.logs();
+  const std::string out = proc.stdout_text();
+  EXPECT_NE(out.find("tables: 3 matched"), std::string::npos) << out;
+  EXPECT_NE(out.find(table("orders") + " -> " + topic("orders") + ", key (b, a)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(table("loose") + " -> " + topic("loose") + ", key none (null keys)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(table("ri") + " -> " + topic("ri") + ", key (y, x)"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("WARN tables entry 'nothere_" + name_ + ".*' matches no table"),
+            std::string::npos)
+      << out;
+  // Nothing was created by a check.
+  EXPECT_FALSE(slot_state(*pg_, name_).has_value());
+}
+
 }  // namespace
 }  // namespace walrelay::itest
