@@ -1007,6 +1007,10 @@ class Loader {
          [&](const YAML::Node& v, const std::string& p) {
            if (auto b = boolean(v, p)) outbox.payload_digest = *b;
          }},
+        {"allow_empty_aggregate_id",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto b = boolean(v, p)) outbox.allow_empty_aggregate_id = *b;
+         }},
         {"tombstone_on_empty_payload",
          [&](const YAML::Node& v, const std::string& p) {
            if (auto b = boolean(v, p)) outbox.tombstone_on_empty_payload = *b;

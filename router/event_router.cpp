@@ -316,6 +316,7 @@ struct EventRouter::Rule {
   std::string source_schema;
   std::string source_table;
   std::string data_collection;  // "schema.table" for transaction metadata
+  bool outbox_update_warned = false;
   const config::OutboxConfig* outbox = nullptr;
   config::Operations ops;
   bool tombstones = true;
@@ -650,6 +651,18 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route(const de
         // UPDATE and DELETE of an outbox row publish nothing: rows may be deleted right after
         // the insert, even in the same transaction (Debezium outbox event router).
         result = route_outbox_row(c, rule);
+      } else if (rule.role == TableRole::kOutbox && c.action == Action::kUpdate) {
+        // An UPDATE (an upsert's second write, say) is not a new event: dropped, but not silently
+        // (shared/cases/CASE-09): a warning once per table, and counted.
+        ++outbox_updates_ignored_;
+        if (!rule.outbox_update_warned) {
+          rule.outbox_update_warned = true;
+          spdlog::warn(
+              "an UPDATE of outbox table {} publishes nothing (only INSERTs are events; an upsert "
+              "that updates an existing row sends no new event). Said once per table; counted "
+              "in the progress line",
+              rule.data_collection);
+        }
       }
       break;
     }
@@ -1234,6 +1247,12 @@ std::expected<void, MappingError> EventRouter::emit_outbox(const config::OutboxC
   if (!append_text(s.id, f.id->value)) return fail("malformed event id");
   s.has_key = true;
   if (!append_text(s.key, f.aggregate_id->value)) return fail("malformed aggregate id");
+  if (s.key.empty() && !ob.allow_empty_aggregate_id) {
+    // shared/cases/CASE-09: key '' would put unrelated aggregates on one key and partition.
+    return fail("aggregate id '" + ob.aggregate_id +
+                "' is the empty string (events of unrelated aggregates would share one key; set "
+                "outbox.allow_empty_aggregate_id: true to publish it)");
+  }
   scratch_.clear();
   if (!append_text(scratch_, f.aggregate_type->value)) return fail("malformed aggregate type");
   if (scratch_.empty()) return fail("aggregate type '" + ob.aggregate_type + "' is empty");

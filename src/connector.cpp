@@ -851,10 +851,13 @@ void Connector::schedule_progress() {
     spdlog::info(
         "progress: {:.0f} events/s, {} events total, flush_lsn {}, lag {} bytes, in flight {} "
         "events / {} bytes, dead-lettered {} mapping / {} oversize / {} delivery, {} "
-        "reconnects{}{}",
+        "reconnects{}{}{}",
         rate, events_total_, flush.to_string(), lag, tracker_.in_flight_events(),
         tracker_.in_flight_bytes(), dead_lettered_mapping_, dead_lettered_oversize_,
         dead_lettered_delivery_, reconnects_, stream_->paused() ? " (paused: backpressure)" : "",
+        router_->outbox_updates_ignored() > 0
+            ? fmt::format(", {} outbox UPDATEs ignored", router_->outbox_updates_ignored())
+            : std::string(),
         incremental_ && incremental_->busy() ? "; " + incremental_->status() : std::string());
     events_at_last_progress_ = events_total_;
     last_progress_ = now;

@@ -490,6 +490,27 @@ TEST(Router, OutboxUpdateAndDeleteProduceNothing) {
           .empty());
 }
 
+TEST(Router, OutboxEmptyAggregateIdIsAnErrorUnlessAllowedAndUpdatesAreCounted) {
+  // shared/cases/CASE-09: key '' would give unrelated aggregates one key and one partition.
+  const std::string line =
+      R"({"action":"I","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"event_id","typeoid":25,"value":"e1"},{"name":"subscription_id","typeoid":25,"value":""},{"name":"event_type","typeoid":25,"value":"T"},{"name":"payload","typeoid":3802,"value":"{}"}]})";
+  Harness h;
+  const std::string err = h.route_error(line);
+  EXPECT_NE(err.find("subscription_id"), std::string::npos) << err;
+  EXPECT_NE(err.find("empty string"), std::string::npos) << err;
+  Harness allowed;
+  allowed.cfg.tables[1].outbox->allow_empty_aggregate_id = true;
+  auto out = allowed.route(line);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].key, "");
+  // An UPDATE of an outbox row publishes nothing but is counted (and warned once per table).
+  const std::string update =
+      R"({"action":"U","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"outbox_id","typeoid":20,"value":1}],"identity":[{"name":"outbox_id","typeoid":20,"value":1}],"pk":[{"name":"outbox_id","typeoid":20}]})";
+  EXPECT_TRUE(h.route(update).empty());
+  EXPECT_TRUE(h.route(update).empty());
+  EXPECT_EQ(h.router->outbox_updates_ignored(), 2u);
+}
+
 TEST(Router, OutboxPayloadKinds) {
   auto line = [](const std::string& oid, const std::string& value) {
     return R"({"action":"I","xid":9,"lsn":"0/10","schema":"public","table":"event_outbox","columns":[{"name":"event_id","typeoid":25,"value":"e1"},{"name":"subscription_id","typeoid":25,"value":"s1"},{"name":"event_type","typeoid":25,"value":"T"},{"name":"payload","typeoid":)" +

@@ -45,6 +45,9 @@ struct OutboxConfig {
   /// A NULL payload publishes a tombstone (null value) when true; otherwise the row is an error
   /// handled by the error policy (route.tombstone.on.empty.payload, default false).
   bool tombstone_on_empty_payload = false;
+  /// Publish an event whose aggregate id is the empty string (key ''). Off: such a row is a
+  /// mapping error (errors.policy), like a NULL id: unrelated aggregates would share one key.
+  bool allow_empty_aggregate_id = false;
 };
 
 /// Row-change operations (Debezium `op` letters): c insert, u update, d delete, t truncate.

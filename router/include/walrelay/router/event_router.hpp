@@ -138,6 +138,9 @@ class EventRouter {
   /// How many NOT NULL numeric/float values arrived as null (NaN/Infinity under wal2json < 2.6).
   [[nodiscard]] std::uint64_t nan_as_null_count() const { return nan_as_null_; }
 
+  /// How many UPDATEs of outbox rows were dropped (they are not events; warned once per table).
+  [[nodiscard]] std::uint64_t outbox_updates_ignored() const { return outbox_updates_ignored_; }
+
   /// Maps a name into Kafka's topic alphabet: every character outside `[A-Za-z0-9._-]`
   /// (including every byte of a non-ASCII character) becomes `_` (as Debezium's topic name
   /// sanitizer does). Collisions this can cause are detected by the connector.
@@ -232,6 +235,7 @@ class EventRouter {
   /// A column name as a JSON string token (cached: the views stay valid).
   std::string_view column_name_json(const std::string& name);
   std::uint64_t nan_as_null_ = 0;
+  std::uint64_t outbox_updates_ignored_ = 0;
   std::unordered_set<std::string> nan_warned_;
   std::string message_buffer_;                   // padded copy of a message's content
   std::vector<decoder::Column> message_fields_;  // its top-level fields, as outbox columns
