@@ -320,7 +320,8 @@ struct EventRouter::Rule {
   const config::OutboxConfig* outbox = nullptr;
   config::Operations ops;
   bool tombstones = true;
-  std::vector<std::string> key_columns;  // configured, or the REPLICA IDENTITY index
+  std::vector<std::string> key_columns;  // configured (key_columns of the tables entry)
+  bool identity_key_warned = false;       // a change keyed by its identity (see select_key)
   std::vector<std::string> exclude;
   std::vector<std::string> mask;
   std::string leaf_schema;
@@ -447,11 +448,6 @@ EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_vi
   r.ops = tc->operations.value_or(settings_.events.operations);
   r.tombstones = tc->tombstones_on_delete.value_or(settings_.events.tombstones_on_delete);
   r.key_columns = tc->key_columns;
-  // REPLICA IDENTITY USING INDEX: deletes carry only the index's columns, so the table is keyed
-  // by them for every operation (shared/cases/BUG-10.md): never a delete keyed {"pk":null}.
-  if (r.key_columns.empty() && r.schema != nullptr && r.schema->replica_identity == 'i') {
-    r.key_columns = r.schema->replica_identity_index;
-  }
   r.exclude = tc->exclude_columns;
   r.mask = tc->mask_columns;
   return r;
@@ -690,6 +686,10 @@ std::string_view EventRouter::column_name_json(const std::string& name) {
 std::vector<std::string> EventRouter::key_columns_of(std::string_view schema,
                                                      std::string_view table) {
   const Rule& rule = rule_for(schema, table);
+  if (rule.key_columns.empty() && rule.schema != nullptr && rule.schema->primary_key.empty() &&
+      rule.schema->replica_identity == 'i') {
+    return rule.schema->replica_identity_index;  // a table without a primary key
+  }
   if (rule.role != TableRole::kRowChange) return {};
   return rule.key_columns;
 }
@@ -844,27 +844,39 @@ bool EventRouter::append_after_image(std::string& out, const decoder::Change& c,
   return true;
 }
 
-bool EventRouter::append_key(std::string& out, const std::vector<decoder::Column>& image,
-                             const Rule& rule, const std::vector<std::string_view>& pk,
-                             std::string& err, std::string* header) {
-  // Key columns in the key's own order, compact JSON: what Debezium's JsonConverter prints with
-  // schemas disabled (the primary key constraint's column order, message.key.columns as listed,
-  // the REPLICA IDENTITY index's order), so murmur2 places the key where Debezium did. wal2json
-  // lists `pk` in column order: the catalog's order is used when it names the same columns.
+void EventRouter::select_key(const decoder::Change& c, const Rule& rule) {
+  // The columns an event is keyed by, from the change itself (shared/cases/CASE-05: a key never
+  // depends on when walrelay last read the catalog): the tables entry's key_columns; else the
+  // line's own `pk` (wal2json's primary key of the row as written), in the constraint's order
+  // when the catalog's primary key names the same columns (Debezium keys in the key's declaration
+  // order); else, for a table without a primary key, its REPLICA IDENTITY index (an INSERT
+  // carries no identity, so the catalog is the only source).
   key_order_.clear();
   if (!rule.key_columns.empty()) {
     for (const auto& k : rule.key_columns) key_order_.emplace_back(k);
-  } else {
+    return;
+  }
+  if (!c.pk.empty()) {
     const bool catalog_agrees =
-        rule.schema != nullptr && rule.schema->primary_key.size() == pk.size() &&
-        std::all_of(pk.begin(), pk.end(),
+        rule.schema != nullptr && rule.schema->primary_key.size() == c.pk.size() &&
+        std::all_of(c.pk.begin(), c.pk.end(),
                     [&](std::string_view k) { return contains(rule.schema->primary_key, k); });
     if (catalog_agrees) {
       for (const auto& k : rule.schema->primary_key) key_order_.emplace_back(k);
     } else {
-      key_order_.assign(pk.begin(), pk.end());
+      key_order_.assign(c.pk.begin(), c.pk.end());
     }
+    return;
   }
+  if (rule.schema != nullptr && rule.schema->replica_identity == 'i') {
+    for (const auto& k : rule.schema->replica_identity_index) key_order_.emplace_back(k);
+  }
+}
+
+bool EventRouter::append_key(std::string& out, const std::vector<decoder::Column>& image,
+                             const Rule& rule, std::string& err, std::string* header) {
+  // Key columns (select_key's order), compact JSON: what Debezium's JsonConverter prints with
+  // schemas disabled, so murmur2 places the key where Debezium did.
   out.push_back('{');
   if (header != nullptr) header->assign("{");
   bool any = false;
@@ -1073,6 +1085,7 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
   auto fail = [&](const std::string& why) {
     return std::unexpected(MappingError{"table " + rule.data_collection + ": " + why});
   };
+  select_key(c, rule);
   std::string err;
 
   auto emit = [&](char op, const std::vector<decoder::Column>* key_image,
@@ -1084,7 +1097,32 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
     // format) or as the key's JSON (native); only an UPDATE can change a key.
     std::string* header =
         c.action == decoder::Action::kUpdate && debezium_format() ? &s.header_key : nullptr;
-    if (key_image != nullptr) has_key = append_key(s.key, *key_image, rule, c.pk, err, header);
+    if (key_image != nullptr) {
+      const bool complete = std::all_of(key_order_.begin(), key_order_.end(), [&](auto k) {
+        return find_column(*key_image, k) != nullptr;
+      });
+      if (complete) {
+        has_key = append_key(s.key, *key_image, rule, err, header);
+      } else {
+        // The change carries another identity than its key: a DELETE written under REPLICA
+        // IDENTITY USING INDEX of a table with a primary key has only the index's columns. Key it
+        // by them (never a key of nulls, shared/cases/BUG-10), and say so once per table.
+        if (!rule.identity_key_warned) {
+          rule.identity_key_warned = true;
+          spdlog::warn(
+              "a change of {} at LSN {} does not carry its key columns (its REPLICA IDENTITY is "
+              "an index other than the primary key): keyed by the identity's columns instead, "
+              "so it lands on another key than the row's other events. Use REPLICA IDENTITY "
+              "DEFAULT or FULL, or key_columns naming the index's columns",
+              rule.data_collection, c.lsn.to_string());
+        }
+        const std::vector<std::string_view> saved = key_order_;
+        key_order_.clear();
+        for (const auto& col : *key_image) key_order_.push_back(col.name);
+        has_key = append_key(s.key, *key_image, rule, err, header);
+        key_order_ = saved;
+      }
+    }
     if (!err.empty()) return false;
     if (header == nullptr) s.header_key = s.key;
     // The key's bytes as Debezium's JsonConverter (Jackson) writes them, in both formats: the
@@ -1146,9 +1184,7 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
       bool key_changed = false;
       if (!c.identity.empty()) {
         for (const auto& old : c.identity) {
-          const bool is_key = rule.key_columns.empty() ? contains(c.pk, old.name)
-                                                       : contains(rule.key_columns, old.name);
-          if (!is_key) continue;
+          if (!contains(key_order_, old.name)) continue;
           const decoder::Column* now = find_column(c.columns, old.name);
           if (now != nullptr && now->value != old.value) key_changed = true;
         }

@@ -1,6 +1,7 @@
 #include "check.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <set>
 
 #include "replication/replication_stream.hpp"
 #include "state_store.hpp"
@@ -32,6 +33,7 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
   router::EventRouter router(
       router::RouterSettings{cfg.name, cfg.topics.prefix, database, "", cfg.events}, cfg, nullptr,
       types);
+  bool ok = true;
   out << "tables: " << matched->size() << " matched\n";
   for (const MatchedTable& t : *matched) {
     out << "  " << t.schema << "." << t.table;
@@ -47,19 +49,31 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
       case router::TableRole::kRowChange:
         break;
     }
+    if (t.has_primary_key && t.replica_identity == 'i' && cfg.tables[t.entry].key_columns.empty() &&
+        std::set<std::string>(t.primary_key.begin(), t.primary_key.end()) !=
+            std::set<std::string>(t.replica_identity_key.begin(), t.replica_identity_key.end())) {
+      out << "  FAIL: a primary key and REPLICA IDENTITY USING INDEX on (" +
+                 join(t.replica_identity_key) + "): set key_columns (run exits 2)\n";
+      ok = false;
+      continue;
+    }
     const auto key = event_key_columns(t, cfg);
     out << " -> " << router.topic_of(t.schema, t.table) << ", key "
         << (key.empty() ? std::string("none (null keys)") : "(" + join(key) + ")");
     if (t.partitioned) out << ", partitioned (" << cfg.events.partitions << " topics)";
-    if (t.replica_identity == 'n' || (t.replica_identity == 'd' && !t.has_primary_key)) {
+    if (t.replica_identity == 'n' || (t.replica_identity == 'd' && !t.has_primary_key) ||
+        (t.replica_identity == 'i' && t.replica_identity_key.empty())) {
       out << "  WARN: wal2json drops its UPDATE and DELETE (REPLICA IDENTITY "
-          << (t.replica_identity == 'n' ? "NOTHING" : "DEFAULT without a primary key") << ")";
+          << (t.replica_identity == 'n'   ? "NOTHING"
+              : t.replica_identity == 'd' ? "DEFAULT without a primary key"
+                                          : "USING INDEX of a dropped index")
+          << ")";
     }
     out << "\n";
   }
   for (const auto& name : unmatched)
     out << "  WARN tables entry '" << name << "' matches no table\n";
-  return true;
+  return ok;
 }
 
 }  // namespace

@@ -106,12 +106,27 @@ Connector::Outcome Connector::check_tables() {
     }
     const char ident = m.replica_identity;
     const bool has_pk = m.has_primary_key;
-    if (ident == 'n') {
+    if (has_pk && ident == 'i' && tc.key_columns.empty() &&
+        std::set<std::string>(m.primary_key.begin(), m.primary_key.end()) !=
+            std::set<std::string>(m.replica_identity_key.begin(), m.replica_identity_key.end())) {
+      // Its INSERTs and UPDATEs carry the primary key, its DELETEs only the index's columns
+      // (shared/cases/BUG-10, CASE-05): no key serves every event. The user chooses.
+      std::string idx;
+      for (const auto& col : m.replica_identity_key) idx += (idx.empty() ? "" : ", ") + col;
+      reason_ = "table " + schema + "." + table +
+                " has a primary key but REPLICA IDENTITY USING INDEX on (" + idx +
+                "): its DELETEs carry only the index's columns, so no key fits all its events. "
+                "Set key_columns: [" +
+                idx +
+                "] for it (every event keyed by the index), or REPLICA IDENTITY DEFAULT or FULL";
+      return fatal(ExitCode::kConfigError);
+    }
+    if (ident == 'n' || (ident == 'i' && m.replica_identity_key.empty())) {
       spdlog::warn(
-          "table {}.{} has REPLICA IDENTITY NOTHING: wal2json drops its UPDATE and "
+          "table {}.{} has REPLICA IDENTITY {}: wal2json drops its UPDATE and "
           "DELETE changes without a trace. Set REPLICA IDENTITY DEFAULT (with a primary "
           "key) or FULL",
-          schema, table);
+          schema, table, ident == 'n' ? "NOTHING" : "USING INDEX of an index that was dropped");
     } else if (ident == 'd' && !has_pk) {
       spdlog::warn(
           "table {}.{} has REPLICA IDENTITY DEFAULT but no usable (non-deferrable) "

@@ -715,6 +715,9 @@ class CaseCorpusTest : public IntegrationTest, public ::testing::WithParamInterf
     return Lsn::parse(*s->confirmed_flush_lsn);
   }
 
+  /// Stops the running walrelay with SIGTERM and waits for the slot to be released.
+  bool stop_gracefully_now() { return stop_gracefully(*proc, name_); }
+
   /// Default flow: setup SQL, start walrelay, workload SQL, marker, stop, collect.
   void run_default() {
     ASSERT_NO_FATAL_FAILURE(run_setup());
@@ -1048,7 +1051,10 @@ std::vector<std::string> log_lines_about(const WalrelayProcess& p, const std::re
 // ======================================================================== BUG-10
 // What DELETE/UPDATE carry under each REPLICA IDENTITY.
 void bug10(CaseCorpusTest& t) {
-  t.table_lines = {"- name: " + yq(t.qualified("acct_*"))};
+  // A table with a primary key and REPLICA IDENTITY USING INDEX is refused unless key_columns
+  // says how to key it (issue 9 item 1); the case's "key consistently by the identity columns".
+  t.table_lines = {"- name: " + yq(t.qualified("acct_index")), "  key_columns: [ext_ref]",
+                   "- name: " + yq(t.qualified("acct_*"))};
   ASSERT_NO_FATAL_FAILURE(t.run_default());
   // DEFAULT + PK.
   const auto d = t.on(t.row_topic("acct_default"));
@@ -1069,7 +1075,8 @@ void bug10(CaseCorpusTest& t) {
   EXPECT_TRUE(is(f[0], "/after", R"({"acct_id":1,"owner":"o1","balance":11})"));
   EXPECT_TRUE(is(f[1], "/before", R"({"acct_id":1,"owner":"o1","balance":11})"));
   EXPECT_TRUE(is(f[1], "/after", "null"));
-  // USING INDEX: keyed consistently by the identity columns, never {"acct_id":null}.
+  // USING INDEX with key_columns [ext_ref]: keyed consistently by the identity columns, never
+  // {"acct_id":null}.
   const auto i = t.on(t.row_topic("acct_index"));
   ASSERT_EQ(i.size(), 3u) << describe(i);
   EXPECT_EQ(ops_of(i), "u d tombstone");
@@ -1523,12 +1530,66 @@ void bug27(CaseCorpusTest& t) {
   EXPECT_TRUE(one_of(co[0], "/after/total", decimal("99.90")));
 }
 
+// ======================================================================== CASE-05
+// REPLICA IDENTITY changed while changes are in flight: every change is decoded after the last
+// ALTER (walrelay is stopped during the workload), and each is read from its own content.
+void case05(CaseCorpusTest& t) {
+  t.table_lines = {row_entry(t, "account")};
+  ASSERT_NO_FATAL_FAILURE(t.run_setup());
+  ASSERT_NO_FATAL_FAILURE(t.start());  // creates the slot
+  ASSERT_TRUE(t.stop_gracefully_now());
+  ASSERT_NO_FATAL_FAILURE(t.run_workload());
+  ASSERT_NO_FATAL_FAILURE(t.start("walrelay (after the last ALTER)"));
+  ASSERT_NO_FATAL_FAILURE(t.finish());
+  const auto a = t.on(t.row_topic("account"));
+  // u1, d6 + tombstone, u2, u3, u3, u4, u1 (103); the update/delete of 5 and the update of 1
+  // under NOTHING are not in the stream at all (wal2json drops them).
+  ASSERT_EQ(ops_of(a), "u d tombstone u u u u u") << describe(a);
+  EXPECT_EQ(keys_of(a), R"({"account_id":1} {"account_id":6} {"account_id":6} {"account_id":2} )"
+                        R"({"account_id":3} {"account_id":3} {"account_id":4} {"account_id":1})");
+  // Written under DEFAULT: key-only before (the table was FULL when decoded: irrelevant).
+  EXPECT_TRUE(before_null_or_key(a[0], {{"account_id", "1"}}));
+  EXPECT_TRUE(one_of(a[0], "/after/balance", decimal("101.00")));
+  EXPECT_TRUE(before_null_or_key(a[1], {{"account_id", "6"}}));
+  // Written under FULL: the whole old row.
+  EXPECT_TRUE(one_of(a[3], "/before/balance", decimal("200.00")));
+  EXPECT_TRUE(one_of(a[3], "/before/owner", {jstr("bob")}));
+  // One transaction, the identity switched between two updates of one row.
+  EXPECT_TRUE(one_of(a[4], "/before/balance", decimal("300.00")));
+  EXPECT_TRUE(before_null_or_key(a[5], {{"account_id", "3"}}));
+  EXPECT_EQ(raw(a[4], "/source/txId"), raw(a[5], "/source/txId"));
+  // USING INDEX: keyed by the primary key the line names, before = the index's columns as given,
+  // and not a key change (no delete/create).
+  EXPECT_TRUE(is(a[6], "/before", R"({"ext_ref":"A-4"})"));
+  EXPECT_TRUE(is(a[6], "/after/ext_ref", jstr("A-4x")));
+  EXPECT_TRUE(before_null_or_key(a[7], {{"account_id", "1"}}));
+  EXPECT_TRUE(one_of(a[7], "/after/balance", decimal("103.00")));
+
+  // Own input: a table with a primary key that is now REPLICA IDENTITY USING INDEX has no key
+  // that fits its DELETEs (they carry only the index): start-up refuses it by name (exit 2)
+  // until key_columns says how to key it, instead of keying it one way now and another later.
+  t.pg().exec("CREATE UNIQUE INDEX account_ext_uk ON " + t.qualified("account") + " (ext_ref)");
+  t.pg().exec("ALTER TABLE " + t.qualified("account") +
+              " REPLICA IDENTITY USING INDEX account_ext_uk");
+  WalrelayProcess refused(t.yaml(), "walrelay (USING INDEX)");
+  refused.start();
+  EXPECT_EQ(refused.wait_exit(), 2) << refused.logs();
+  EXPECT_NE(
+      refused.stderr_text().find(t.qualified("account") + " has a primary key but REPLICA "
+                                                          "IDENTITY USING INDEX on (ext_ref)"),
+      std::string::npos)
+      << refused.logs();
+  EXPECT_NE(refused.stderr_text().find("key_columns: [ext_ref]"), std::string::npos)
+      << refused.logs();
+}
+
 const std::map<std::string, CaseFn>& cases() {
   static const std::map<std::string, CaseFn> all = {
-      {"BUG-01", bug01}, {"BUG-03", bug03}, {"BUG-04", bug04}, {"BUG-05", bug05}, {"BUG-07", bug07},
-      {"BUG-09", bug09}, {"BUG-10", bug10}, {"BUG-11", bug11}, {"BUG-12", bug12}, {"BUG-14", bug14},
-      {"BUG-15", bug15}, {"BUG-17", bug17}, {"BUG-18", bug18}, {"BUG-20", bug20}, {"BUG-22", bug22},
-      {"BUG-23", bug23}, {"BUG-24", bug24}, {"BUG-27", bug27},
+      {"BUG-01", bug01}, {"BUG-03", bug03}, {"BUG-04", bug04},   {"BUG-05", bug05},
+      {"BUG-07", bug07}, {"BUG-09", bug09}, {"BUG-10", bug10},   {"BUG-11", bug11},
+      {"BUG-12", bug12}, {"BUG-14", bug14}, {"BUG-15", bug15},   {"BUG-17", bug17},
+      {"BUG-18", bug18}, {"BUG-20", bug20}, {"BUG-22", bug22},   {"BUG-23", bug23},
+      {"BUG-24", bug24}, {"BUG-27", bug27}, {"CASE-05", case05},
   };
   return all;
 }

@@ -172,9 +172,10 @@ class EventRouter {
                           std::string& err);
   /// The key's JSON into `out`; with `header`, also the key as Kafka Connect's
   /// SimpleHeaderConverter prints Debezium's key struct (the `__debezium.newkey`/`oldkey` header).
+  /// Sets key_order_: the columns `c`'s event is keyed by (see the definition).
+  void select_key(const decoder::Change& c, const Rule& rule);
   bool append_key(std::string& out, const std::vector<decoder::Column>& image, const Rule& rule,
-                  const std::vector<std::string_view>& pk, std::string& err,
-                  std::string* header = nullptr);
+                  std::string& err, std::string* header = nullptr);
   static void append_connect_header_string(std::string& out, std::string_view text);
   void append_connect_header_value(std::string& out, std::string_view json_value,
                                    const decoder::Column& col, std::int32_t typmod);
