@@ -321,7 +321,9 @@ struct EventRouter::Rule {
   config::Operations ops;
   bool tombstones = true;
   std::vector<std::string> key_columns;  // configured (key_columns of the tables entry)
-  bool identity_key_warned = false;       // a change keyed by its identity (see select_key)
+  bool identity_key_warned = false;      // a change keyed by its identity (see select_key)
+  std::chrono::steady_clock::time_point shape_verified{};  // last shape check of an UPDATE
+  std::string line_shape;  // a table the catalog does not know: its last INSERT's pk | columns
   std::vector<std::string> exclude;
   std::vector<std::string> mask;
   std::string leaf_schema;
@@ -450,6 +452,12 @@ EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_vi
   r.key_columns = tc->key_columns;
   r.exclude = tc->exclude_columns;
   r.mask = tc->mask_columns;
+  if (schemas_ != nullptr && r.schema == nullptr) {
+    spdlog::warn(
+        "table {}.{} is not in the catalog (dropped or renamed since its changes were written): "
+        "they are mapped from their own content (key from each change, no TOAST fill-in)",
+        schema, table);
+  }
   return r;
 }
 
@@ -844,6 +852,35 @@ bool EventRouter::append_after_image(std::string& out, const decoder::Change& c,
   return true;
 }
 
+void EventRouter::note_shape_change(const Rule& rule, const TableSchema* before) {
+  // A captured name whose key or columns changed is worth a warning: consumers and schema
+  // registries see another shape on the same topic (shared/cases/CASE-06).
+  const TableSchema* after = rule.schema;
+  if (after == before) return;
+  const auto names = [](const TableSchema* t) {
+    std::string out;
+    if (t == nullptr) return std::string("<none>");
+    for (const auto& col : t->columns) out += (out.empty() ? "" : ", ") + col.name;
+    return out;
+  };
+  const auto key = [](const TableSchema* t) {
+    std::string out;
+    if (t == nullptr) return out;
+    for (const auto& k : t->primary_key) out += (out.empty() ? "" : ", ") + k;
+    return out;
+  };
+  if (after == nullptr) {
+    spdlog::warn(
+        "table {} no longer exists: its remaining changes are mapped from their own content "
+        "(no TOAST fill-in, key from each change)",
+        rule.data_collection);
+    return;
+  }
+  if (before != nullptr && names(before) == names(after) && key(before) == key(after)) return;
+  spdlog::warn("table {} changed shape: columns ({}) -> ({}), primary key ({}) -> ({})",
+               rule.data_collection, names(before), names(after), key(before), key(after));
+}
+
 void EventRouter::select_key(const decoder::Change& c, const Rule& rule) {
   // The columns an event is keyed by, from the change itself (shared/cases/CASE-05: a key never
   // depends on when walrelay last read the catalog): the tables entry's key_columns; else the
@@ -1067,19 +1104,54 @@ void EventRouter::add_tombstone(const Slot& of) {
 std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& c, Rule& rule) {
   using decoder::Action;
   if (!rule.collision.empty()) return std::unexpected(MappingError{rule.collision});
-  // DDL can change a table's columns between two rows of one transaction: map each line by its
-  // own column list, and re-read the catalog when a column is new to the cached shape.
-  if (rule.schema != nullptr && schemas_ != nullptr) {
-    for (std::size_t i = 0; i < c.columns.size(); ++i) {
+  // DDL can change a table's columns between two rows of one transaction, and a name can be
+  // dropped and re-created with another shape (shared/cases/CASE-06): map each line by its own
+  // column list, and re-read the catalog when the line's columns disagree with the cached shape.
+  if (rule.schema != nullptr && schemas_ != nullptr && snapshot_ == nullptr) {
+    bool refresh = false;
+    for (std::size_t i = 0; i < c.columns.size() && !refresh; ++i) {
       const auto& name = c.columns[i].name;
-      const bool known =
-          (i < rule.schema->columns.size() && rule.schema->columns[i].name == name) ||
-          rule.schema->column(name) != nullptr;
-      if (!known) {
-        rule.schema = schemas_->table(rule.leaf_schema, rule.leaf_table, true);
-        break;
+      refresh = !((i < rule.schema->columns.size() && rule.schema->columns[i].name == name) ||
+                  rule.schema->column(name) != nullptr);  // a column added since
+    }
+    // An INSERT carries every column: fewer means columns were dropped (or the name re-created).
+    if (!refresh && c.action == decoder::Action::kInsert &&
+        c.columns.size() != rule.schema->columns.size()) {
+      refresh = true;
+    }
+    // An UPDATE leaves out unchanged TOASTed columns, or a column was dropped: the line cannot
+    // tell, so verify the shape, at most once a second per table (a dropped column is never
+    // filled with the TOAST placeholder for longer).
+    // The same for a debezium-format DELETE, whose key-only `before` lists the shape's columns.
+    const bool partial =
+        (c.action == decoder::Action::kUpdate && c.columns.size() < rule.schema->columns.size()) ||
+        (c.action == decoder::Action::kDelete && debezium_format() &&
+         c.identity.size() < rule.schema->columns.size());
+    if (!refresh && partial) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - rule.shape_verified >= std::chrono::seconds(1)) {
+        rule.shape_verified = now;
+        refresh = true;
       }
     }
+    if (refresh) {
+      const TableSchema* before = rule.schema;
+      rule.schema = schemas_->table(rule.leaf_schema, rule.leaf_table, true);
+      note_shape_change(rule, before);
+    }
+  } else if (rule.schema == nullptr && c.action == decoder::Action::kInsert &&
+             snapshot_ == nullptr) {
+    // No catalog shape (dropped or renamed since): watch the changes' own shape, so a name that
+    // comes back with another key or columns is still noticed.
+    std::string shape;
+    for (const auto& k : c.pk) shape.append(k).push_back(',');
+    shape.push_back('|');
+    for (const auto& col : c.columns) shape.append(col.name).push_back(',');
+    if (!rule.line_shape.empty() && rule.line_shape != shape) {
+      spdlog::warn("changes of table {} changed shape: primary key, columns ({}) -> ({})",
+                   rule.data_collection, rule.line_shape, shape);
+    }
+    rule.line_shape = std::move(shape);
   }
   const auto& ops = rule.ops;
   auto fail = [&](const std::string& why) {

@@ -224,6 +224,11 @@ const router::TableSchema* Catalog::table(std::string_view schema, std::string_v
   auto& slot = tables_[key];
   // Pointers handed out earlier stay valid (the router and the snapshot readers keep them): the
   // old shape is retired, not freed. Only DDL makes this grow.
+  if (!*loaded) {  // dropped since: nothing current under this name
+    if (slot) retired_.push_back(std::move(slot));
+    tables_.erase(key);
+    return nullptr;
+  }
   if (slot && **loaded == *slot) return slot.get();  // unchanged: the same pointer
   if (slot) retired_.push_back(std::move(slot));
   slot = std::move(*loaded);

@@ -172,6 +172,8 @@ class EventRouter {
                           std::string& err);
   /// The key's JSON into `out`; with `header`, also the key as Kafka Connect's
   /// SimpleHeaderConverter prints Debezium's key struct (the `__debezium.newkey`/`oldkey` header).
+  /// Warns when a refresh gave `rule` another shape than `before` (columns, key, or none).
+  void note_shape_change(const Rule& rule, const TableSchema* before);
   /// Sets key_order_: the columns `c`'s event is keyed by (see the definition).
   void select_key(const decoder::Change& c, const Rule& rule);
   bool append_key(std::string& out, const std::vector<decoder::Column>& image, const Rule& rule,
