@@ -414,6 +414,10 @@ class Loader {
          [&](const YAML::Node& v, const std::string& p) {
            if (auto s = nonempty_string(v, p)) source.state_dir = std::move(*s);
          }},
+        {"catalog_check_interval",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto d = duration(v, p)) source.catalog_check_interval = *d;
+         }},
         {"allow_slot_reset",
          [&](const YAML::Node& v, const std::string& p) {
            if (auto b = boolean(v, p)) source.allow_slot_reset = *b;

@@ -204,6 +204,23 @@ std::expected<std::unique_ptr<router::TableSchema>, std::string> Catalog::load(
   return ts;
 }
 
+std::expected<std::vector<std::vector<std::optional<std::string>>>, std::string> Catalog::query(
+    const std::string& sql) {
+  if (!ensure_connected()) return std::unexpected("catalog connection: " + last_error_);
+  Result r{PQexec(conn_, sql.c_str())};
+  if (!r.ok()) return std::unexpected(trim(PQresultErrorMessage(r.res)));
+  std::vector<std::vector<std::optional<std::string>>> rows;
+  rows.reserve(static_cast<std::size_t>(r.rows()));
+  const int cols = PQnfields(r.res);
+  for (int i = 0; i < r.rows(); ++i) {
+    auto& row = rows.emplace_back();
+    for (int c = 0; c < cols; ++c) {
+      row.push_back(r.null(i, c) ? std::nullopt : std::optional<std::string>(r.get(i, c)));
+    }
+  }
+  return rows;
+}
+
 const router::TableSchema* Catalog::table(std::string_view schema, std::string_view table,
                                           bool refresh) {
   std::string key(schema);

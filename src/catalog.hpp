@@ -4,9 +4,11 @@
 
 #include <expected>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "walrelay/router/table_schema.hpp"
 #include "walrelay/router/type_registry.hpp"
@@ -33,6 +35,11 @@ class Catalog final : public router::SchemaProvider {
 
   const router::TableSchema* table(std::string_view schema, std::string_view table,
                                    bool refresh) override;
+
+  /// Runs `sql` (no parameters) on the catalog connection: rows of text cells, nullopt for NULL.
+  /// Error: libpq's message (the connection is re-established on the next call).
+  std::expected<std::vector<std::vector<std::optional<std::string>>>, std::string> query(
+      const std::string& sql);
 
   /// The last error of a failed lookup (for logs).
   [[nodiscard]] const std::string& last_error() const { return last_error_; }

@@ -24,7 +24,8 @@ std::string join(const std::vector<std::string>& names) {
 bool list_tables(replication::ReplicationStream& stream, const config::Config& cfg,
                  const std::string& database, std::ostream& out) {
   std::vector<std::string> unmatched;
-  auto matched = match_tables(stream, cfg, &unmatched);
+  std::vector<SkippedRelation> skipped;
+  auto matched = match_tables(stream, cfg, &unmatched, &skipped);
   if (!matched) {
     out << "  FAIL " << matched.error() << "\n";
     return false;
@@ -73,6 +74,13 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
   }
   for (const auto& name : unmatched)
     out << "  WARN tables entry '" << name << "' matches no table\n";
+  for (const SkippedRelation& r : skipped) {
+    out << "  " << r.schema << "." << r.table << ": " << r.what
+        << (r.named ? "  FAIL: named in tables, but logical decoding does not deliver its "
+                      "changes (run exits 2)\n"
+                    : ", skipped (logical decoding does not deliver its changes)\n");
+    ok = ok && !r.named;
+  }
   return ok;
 }
 

@@ -72,6 +72,7 @@ Connector::Connector(asio::io_context& io, config::Config cfg)
       status_timer_(io),
       progress_timer_(io),
       reconnect_timer_(io),
+      catalog_check_timer_(io),
       signals_(io, SIGINT, SIGTERM),
       jitter_(
           static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count())),
@@ -229,6 +230,7 @@ void Connector::start_streaming() {
   last_progress_ = std::chrono::steady_clock::now();
   schedule_status();
   schedule_progress();
+  schedule_catalog_check();
 }
 
 Connector::Outcome Connector::prepare() {
@@ -509,6 +511,7 @@ void Connector::end_session() {
   if (heartbeat_) heartbeat_->stop();
   status_timer_.cancel();
   progress_timer_.cancel();
+  catalog_check_timer_.cancel();
   if (stream_) stream_->close();
   // Events of this session still in flight report under the old epoch and are ignored: the next
   // session replays everything after the slot's confirmed position (at least once). Per
@@ -855,9 +858,11 @@ void Connector::schedule_progress() {
         rate, events_total_, flush.to_string(), lag, tracker_.in_flight_events(),
         tracker_.in_flight_bytes(), dead_lettered_mapping_, dead_lettered_oversize_,
         dead_lettered_delivery_, reconnects_, stream_->paused() ? " (paused: backpressure)" : "",
-        router_->outbox_updates_ignored() > 0
-            ? fmt::format(", {} outbox UPDATEs ignored", router_->outbox_updates_ignored())
-            : std::string(),
+        (router_->outbox_updates_ignored() > 0
+             ? fmt::format(", {} outbox UPDATEs ignored", router_->outbox_updates_ignored())
+             : std::string()) +
+            (catalog_alarms_ > 0 ? fmt::format(", {} catalog alarms", catalog_alarms_)
+                                 : std::string()),
         incremental_ && incremental_->busy() ? "; " + incremental_->status() : std::string());
     events_at_last_progress_ = events_total_;
     last_progress_ = now;
@@ -872,6 +877,7 @@ void Connector::finish(ExitCode code) {
   if (stream_) stream_->pause();
   status_timer_.cancel();
   progress_timer_.cancel();
+  catalog_check_timer_.cancel();
   reconnect_timer_.cancel();
   boost::system::error_code ec;
   signals_.cancel(ec);

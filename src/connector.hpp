@@ -5,9 +5,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 
 #include "catalog.hpp"
@@ -18,6 +20,7 @@
 #include "snapshot/snapshot_progress.hpp"
 #include "snapshot/snapshotter.hpp"
 #include "state_store.hpp"
+#include "table_inventory.hpp"
 #include "walrelay/config/config.hpp"
 #include "walrelay/decoder/wal2json_decoder.hpp"
 #include "walrelay/router/event_router.hpp"
@@ -58,6 +61,12 @@ class Connector {
   void start_streaming();
   Outcome prepare();
   Outcome check_tables();
+  /// What the start-up table check found, for check_catalog to compare with.
+  void remember_captured(const std::vector<MatchedTable>& tables,
+                         const std::vector<SkippedRelation>& skipped);
+  void schedule_catalog_check();
+  /// Looks the captured tables up again (source.catalog_check_interval) and reports changes.
+  void check_catalog();
   Outcome fatal(ExitCode code);
   void after_session(Outcome outcome, const std::string& reason);
   void end_session();
@@ -123,6 +132,11 @@ class Connector {
   boost::asio::steady_timer status_timer_;
   boost::asio::steady_timer progress_timer_;
   boost::asio::steady_timer reconnect_timer_;
+  boost::asio::steady_timer catalog_check_timer_;
+  std::map<std::string, std::string> captured_;  // "schema.table" → identity problem ("" = none)
+  std::set<std::size_t> matching_entries_;       // tables entries that matched something
+  std::set<std::string> skipped_;                // relations matched but not capturable
+  std::uint64_t catalog_alarms_ = 0;
   boost::asio::signal_set signals_;
   std::minstd_rand jitter_;
 

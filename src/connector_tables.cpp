@@ -39,12 +39,26 @@ Connector::Outcome Connector::check_tables() {
     filters.push_back({cfg_.snapshot.signal_table_schema, cfg_.snapshot.signal_table_name});
   }
   std::vector<std::string> unmatched;
-  auto matched = match_tables(*stream_, cfg_, &unmatched);
+  std::vector<SkippedRelation> skipped;
+  auto matched = match_tables(*stream_, cfg_, &unmatched, &skipped);
   if (!matched) {
     reason_ = matched.error();
     return Outcome::kRetry;
   }
   for (const auto& name : unmatched) spdlog::warn("tables entry '{}' matches no table yet", name);
+  for (const SkippedRelation& r : skipped) {
+    if (r.named) {
+      // Named on purpose, yet nothing (or not everything) of it would ever arrive: refuse.
+      reason_ = "tables entry '" + cfg_.tables[r.entry].name + "' names " + r.schema + "." +
+                r.table + ", " + r.what +
+                ": logical decoding does not deliver its changes (only persistent ordinary and "
+                "partitioned tables). Remove it, or capture the tables it is built from";
+      return fatal(ExitCode::kConfigError);
+    }
+    spdlog::info("skipping {}.{} ({}): logical decoding does not deliver its changes", r.schema,
+                 r.table, r.what);
+  }
+  remember_captured(*matched, skipped);
   for (const MatchedTable& m : *matched) {
     const auto& tc = cfg_.tables[m.entry];
     const std::string& schema = m.schema;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <expected>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,13 +27,36 @@ struct MatchedTable {
   std::vector<std::string> replica_identity_key;  ///< REPLICA IDENTITY USING INDEX columns
 };
 
-/// The tables (kinds r and p, not partitions, outside pg_catalog/information_schema/pg_toast*)
-/// each `tables` entry's globs match, entries in configuration order, tables by name. Per entry,
-/// `unmatched` receives the names of entries that match nothing (may be null).
+/// A relation a `tables` entry matches whose changes logical decoding does not deliver
+/// completely: views, materialized views and foreign tables (no changes at all), unlogged tables
+/// (nothing is WAL-logged), temporary tables (PostgreSQL docs §49.6 "Logical Decoding Output
+/// Plugins" / §31.1 "Publication": only persistent tables).
+struct SkippedRelation {
+  std::size_t entry = 0;
+  std::string schema;
+  std::string table;
+  std::string what;    ///< "a view", "a materialized view", "an unlogged table", ...
+  bool named = false;  ///< the entry names it without a glob (refused, not skipped)
+};
+
+/// Runs one catalog query; Row cells are nullopt for SQL NULL.
+using CatalogQuery =
+    std::function<std::expected<std::vector<replication::ReplicationStream::Row>, std::string>(
+        const std::string& sql)>;
+
+/// The tables (ordinary and partitioned, persistent, not partitions, outside pg_catalog,
+/// information_schema and pg_toast*) each `tables` entry's globs match, entries in configuration
+/// order, tables by name. `unmatched` receives the names of entries that match nothing, `skipped`
+/// the matching relations of other kinds or persistence (both may be null).
 /// Error: the catalog query's message, naming the entry.
 std::expected<std::vector<MatchedTable>, std::string> match_tables(
+    const CatalogQuery& query, const config::Config& cfg,
+    std::vector<std::string>* unmatched = nullptr, std::vector<SkippedRelation>* skipped = nullptr);
+
+/// match_tables on the replication connection (before START_REPLICATION).
+std::expected<std::vector<MatchedTable>, std::string> match_tables(
     replication::ReplicationStream& stream, const config::Config& cfg,
-    std::vector<std::string>* unmatched = nullptr);
+    std::vector<std::string>* unmatched = nullptr, std::vector<SkippedRelation>* skipped = nullptr);
 
 /// The key columns a table's row-change events are keyed by: the entry's key_columns, else the
 /// primary key, else the REPLICA IDENTITY index's columns; empty when it has none (null keys).

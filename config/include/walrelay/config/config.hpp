@@ -106,6 +106,10 @@ struct SourceConfig {
   /// `reconnect_min`, doubles with jitter up to `reconnect_max`.
   std::chrono::milliseconds reconnect_min{500};
   std::chrono::milliseconds reconnect_max{30'000};
+  /// How often the captured tables are looked up again while streaming (shared/cases/CASE-05,
+  /// CASE-06): a table that became UNLOGGED or another kind, lost its replica identity, or a
+  /// `tables` entry that matches nothing any more is reported. 0 = only at start-up.
+  std::chrono::milliseconds catalog_check_interval{30'000};
 };
 
 struct KafkaConfig {
