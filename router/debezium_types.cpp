@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <system_error>
@@ -176,9 +177,18 @@ bool append_java_number(std::string& out, std::string_view text, bool single) {
     append_java_float(out, f);
     return true;
   }
-  const auto d = parse_double(text);
-  if (!d) return false;
-  append_java_double(out, *d);
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ptr != text.data() + text.size()) return false;
+  if (ec == std::errc::result_out_of_range) {
+    // Beyond a double's range (a numeric 1e400 in decimal.handling.mode=double): the IEEE result
+    // BigDecimal#doubleValue gives too, ±Infinity or ±0 (strtod's rounding, in the C locale).
+    const std::string copy(text);
+    v = std::strtod(copy.c_str(), nullptr);
+  } else if (ec != std::errc()) {
+    return false;
+  }
+  append_java_double(out, v);
   return true;
 }
 

@@ -962,7 +962,8 @@ void EventRouter::append_connect_header_value(std::string& out, std::string_view
   // escaped (control and non-BMP characters raw), everything else as its JSON.
   const std::uint32_t base = types_.resolve_domain(col.type_oid);
   if (typmod < 0 && base != col.type_oid) typmod = types_.domain_typmod(col.type_oid);
-  if (debezium_format() && base == oid::kNumeric && typmod >= 4 && json_value.starts_with('"')) {
+  if (debezium_format() && value_opts_.decimal == DecimalHandling::kPrecise &&
+      base == oid::kNumeric && typmod >= 4 && json_value.starts_with('"')) {
     scratch2_.clear();
     if (json::is_string_token(col.value)) {
       json::unescape_string(col.value, scratch2_);

@@ -689,9 +689,8 @@ bool map_numeric(std::string& out, std::string_view text, std::int32_t typmod, C
   }
   if (is_special_float(text)) {
     if (debezium) {
-      // Debezium (decimal.handling.mode=precise) cannot express NaN/±Infinity in a Decimal and
-      // fails the connector (SpecialValueDecimal#fromLogical throws ConnectException); walrelay
-      // emits null instead and keeps going.
+      // Debezium (decimal.handling.mode=precise) cannot express NaN/±Infinity in a Decimal: it
+      // logs a warning and publishes null (seen with Debezium 3.6.1); walrelay does the same.
       out += "null";
     } else {
       json::append_string(out, text);

@@ -835,6 +835,10 @@ TEST_F(ValueMapping, DecimalHandlingStringAndDouble) {
   EXPECT_EQ(with(kDouble, "\"-$0.01\"", oid::kMoney), "-0.01");
   EXPECT_EQ(with(kDouble, "\"$5.00\"", oid::kMoney), "5.0");
   EXPECT_EQ(with(kPrecise, "13.50", oid::kNumeric, numeric_typmod(10, 2)), "\"BUY=\"");
+  // Beyond a double's range, as BigDecimal#doubleValue and Debezium 3.6.1: ±Infinity or ±0.
+  const std::string huge = "1" + std::string(400, '0');
+  EXPECT_EQ(with(kDouble, "\"" + huge + "\"", oid::kNumeric), "\"Infinity\"");
+  EXPECT_EQ(with(kDouble, "\"-0." + std::string(399, '0') + "1\"", oid::kNumeric), "-0.0");
 }
 
 }  // namespace

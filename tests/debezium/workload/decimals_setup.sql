@@ -9,10 +9,6 @@
 -- REPLICA IDENTITY FULL: updates and deletes carry every old value too. Rows in key order (NaN is
 -- the greatest numeric), so Debezium's snapshot (heap order) and walrelay's (key order) agree on
 -- the first and last rows.
--- Not here: numeric values beyond a double's range (1e400, -1e-400). Debezium's double mode
--- publishes them as "Infinity" and -0.0 (observed; 1e-400 in a numeric[] as 0.0), but walrelay's
--- stops the connector on them ("cannot map value ... of type numeric: not a decimal number"):
--- NOT YET FIXED, and a stopped walrelay cannot be compared.
 CREATE TABLE decimals (k numeric(10,2) PRIMARY KEY, n numeric(10,2), n38 numeric(38,9),
   nu numeric, m money, na numeric[], na2 numeric(10,2)[]);
 ALTER TABLE decimals REPLICA IDENTITY FULL;

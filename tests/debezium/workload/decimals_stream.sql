@@ -9,6 +9,9 @@ UPDATE decimals SET nu = 'NaN', n = n + 1, m = m * -1, na = '{NaN,1}' WHERE k = 
 UPDATE decimals SET nu = 2.25, n = 'NaN' WHERE k = 2.5;
 UPDATE decimals SET n38 = 'NaN', nu = '-Infinity' WHERE k = 103;
 
+-- beyond a double's range: double mode gives "Infinity", -0.0 and 0.0 as Debezium does
+INSERT INTO decimals (k, nu, na) VALUES (900, 1e400, '{1e-400}'), (901, -1e-400, NULL);
+
 -- a key change: delete, tombstone, create (with the key headers)
 UPDATE decimals SET k = 7.25 WHERE k = 3;
 
