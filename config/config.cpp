@@ -414,6 +414,20 @@ class Loader {
          [&](const YAML::Node& v, const std::string& p) {
            if (auto s = nonempty_string(v, p)) source.state_dir = std::move(*s);
          }},
+        {"max_repeated_errors",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto n = positive_int(v, p)) {
+             if (*n > 1000) {
+               error(p, "at most 1000");
+             } else {
+               source.max_repeated_errors = *n;
+             }
+           }
+         }},
+        {"confirm_interval",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto d = duration(v, p)) source.confirm_interval = *d;
+         }},
         {"catalog_check_interval",
          [&](const YAML::Node& v, const std::string& p) {
            if (auto d = duration(v, p)) source.catalog_check_interval = *d;

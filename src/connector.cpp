@@ -73,10 +73,12 @@ Connector::Connector(asio::io_context& io, config::Config cfg)
       progress_timer_(io),
       reconnect_timer_(io),
       catalog_check_timer_(io),
+      confirm_timer_(io),
       signals_(io, SIGINT, SIGTERM),
       jitter_(
           static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count())),
-      status_interval_(cfg_.source.status_interval) {}
+      status_interval_(cfg_.source.status_interval),
+      repeated_(static_cast<int>(cfg_.source.max_repeated_errors)) {}
 
 Connector::~Connector() = default;
 
@@ -206,12 +208,15 @@ void Connector::start_streaming() {
     }
     // Another instance took the slot between the check and START_REPLICATION (SQLSTATE 55006).
     const bool in_use = started.error().find("is active for PID") != std::string::npos;
+    if (note_session_failure(start_lsn_, "START_REPLICATION failed: " + started.error())) return;
     after_session(in_use ? Outcome::kStandby : Outcome::kRetry,
                   "START_REPLICATION failed: " + started.error());
     return;
   }
   streaming_ = true;
-  backoff_ = std::chrono::milliseconds(0);
+  // The backoff starts over only once a session delivers something (note_session_failure): a
+  // server that fails every session right after it starts must not be hammered.
+  if (tracker_.flush_lsn() > best_flush_) best_flush_ = tracker_.flush_lsn();
   standby_logged_ = false;
   spdlog::info(
       "streaming: server {} (system {}, timeline {}), database {}, slot {} from "
@@ -231,6 +236,7 @@ void Connector::start_streaming() {
   schedule_status();
   schedule_progress();
   schedule_catalog_check();
+  schedule_confirm();
 }
 
 Connector::Outcome Connector::prepare() {
@@ -512,6 +518,7 @@ void Connector::end_session() {
   status_timer_.cancel();
   progress_timer_.cancel();
   catalog_check_timer_.cancel();
+  confirm_timer_.cancel();
   if (stream_) stream_->close();
   // Events of this session still in flight report under the old epoch and are ignored: the next
   // session replays everything after the slot's confirmed position (at least once). Per
@@ -523,8 +530,38 @@ void Connector::end_session() {
   pending_ = {};
 }
 
+bool Connector::note_session_failure(Lsn position, const std::string& reason) {
+  // Progress = acknowledged beyond anything an earlier session reached: a session that only
+  // replays what its predecessor delivered (not yet confirmed to the server when it failed) is
+  // no progress.
+  if (streaming_ && tracker_.flush_lsn() > best_flush_) {
+    best_flush_ = tracker_.flush_lsn();
+    backoff_ = std::chrono::milliseconds(0);
+    repeated_.progressed();
+  }
+  const std::string& sqlstate = stream_ ? stream_->last_sqlstate() : std::string();
+  const int n = repeated_.failed(position, sqlstate, reason);
+  if (!repeated_.exhausted()) {
+    if (n > 1) {
+      spdlog::warn("the same server error (SQLSTATE {}) at LSN {}, {} times in a row", sqlstate,
+                   position.to_string(), n);
+    }
+    return false;
+  }
+  spdlog::error(
+      "the server failed {} times in a row with the same error at LSN {} without delivering "
+      "anything (source.max_repeated_errors): SQLSTATE {}: {}. {}",
+      n, position.to_string(), sqlstate, reason,
+      RepeatedErrorGuard::advice(sqlstate, reason, position));
+  if (streaming_) end_session();
+  finish(ExitCode::kRepeatedServerError);
+  return true;
+}
+
 void Connector::on_stream_end(replication::StreamEnd how, const std::string& reason) {
   if (stopping_ || !streaming_) return;
+  // The position the stream had reached: where a deterministic decoding error repeats.
+  if (note_session_failure(received_lsn_.is_zero() ? start_lsn_ : received_lsn_, reason)) return;
   end_session();
   after_session(Outcome::kRetry,
                 std::string("replication stream ended (") +
@@ -821,7 +858,13 @@ void Connector::send_status(bool reply_requested) {
   if (incremental_) incremental_->on_flushed(flush);
   if (record_ && flush > record_->confirmed) {
     record_->confirmed = flush;
-    save_record();
+    // Two fsyncs per save: at most once a second from the prompt confirms (the record only has
+    // to know roughly how far the slot was streamed; finish() saves the last position).
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_record_save_ >= std::chrono::seconds(1)) {
+      last_record_save_ = now;
+      save_record();
+    }
   }
 }
 
@@ -838,6 +881,16 @@ void Connector::schedule_status() {
     if (ec || stopping_ || !streaming_) return;
     send_status(false);
     schedule_status();
+  });
+}
+
+void Connector::schedule_confirm() {
+  if (cfg_.source.confirm_interval.count() <= 0) return;
+  confirm_timer_.expires_after(cfg_.source.confirm_interval);
+  confirm_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_ || !streaming_) return;
+    if (tracker_.flush_lsn() > last_sent_flush_) send_status(false);
+    schedule_confirm();
   });
 }
 
@@ -878,6 +931,7 @@ void Connector::finish(ExitCode code) {
   status_timer_.cancel();
   progress_timer_.cancel();
   catalog_check_timer_.cancel();
+  confirm_timer_.cancel();
   reconnect_timer_.cancel();
   boost::system::error_code ec;
   signals_.cancel(ec);

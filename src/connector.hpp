@@ -15,6 +15,7 @@
 #include "catalog.hpp"
 #include "exit_code.hpp"
 #include "heartbeat.hpp"
+#include "repeated_error.hpp"
 #include "replication/replication_stream.hpp"
 #include "snapshot/incremental_snapshot.hpp"
 #include "snapshot/snapshot_progress.hpp"
@@ -133,6 +134,10 @@ class Connector {
   boost::asio::steady_timer progress_timer_;
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer catalog_check_timer_;
+  boost::asio::steady_timer confirm_timer_;
+  std::chrono::steady_clock::time_point last_record_save_{};
+  /// Every source.confirm_interval: a standby status update when the acknowledged position moved.
+  void schedule_confirm();
   std::map<std::string, std::string> captured_;  // "schema.table" → identity problem ("" = none)
   std::set<std::size_t> matching_entries_;       // tables entries that matched something
   std::set<std::string> skipped_;                // relations matched but not capturable
@@ -147,6 +152,11 @@ class Connector {
   Lsn last_sent_flush_;
   std::chrono::milliseconds status_interval_{10'000};
   std::chrono::milliseconds backoff_{0};
+  RepeatedErrorGuard repeated_{5};
+  Lsn best_flush_;  // the highest acknowledged position any session reached
+  /// A session ended with a server error: counts it (RepeatedErrorGuard) and resets the backoff
+  /// if the session delivered anything. True when the connector must stop (exit 6).
+  bool note_session_failure(Lsn position, const std::string& reason);
   std::uint64_t epoch_ = 0;            // session number, in every opaque
   std::uint64_t stale_in_flight_ = 0;  // events of ended sessions still awaiting reports
   bool streaming_ = false;

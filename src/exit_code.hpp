@@ -4,13 +4,15 @@ namespace walrelay {
 
 /// Process exit codes (documented in README "Exit codes").
 enum class ExitCode : int {
-  kOk = 0,              ///< stopped by SIGINT/SIGTERM after flushing and confirming
-  kRuntimeError = 1,    ///< a failure retrying cannot help (authentication, wal_level, ...)
-  kConfigError = 2,     ///< the configuration is invalid; nothing was started
-  kDeliveryFailed = 3,  ///< a record could not be delivered to Kafka for good
-  kMappingFailed = 4,   ///< a change could not be decoded or mapped (errors.policy=fail)
-  kSlotLost = 5,        ///< the slot's stream may have lost changes (dropped, invalidated,
-                        ///< failover past the fork point); needs source.allow_slot_reset
+  kOk = 0,                   ///< stopped by SIGINT/SIGTERM after flushing and confirming
+  kRuntimeError = 1,         ///< a failure retrying cannot help (authentication, wal_level, ...)
+  kConfigError = 2,          ///< the configuration is invalid; nothing was started
+  kDeliveryFailed = 3,       ///< a record could not be delivered to Kafka for good
+  kMappingFailed = 4,        ///< a change could not be decoded or mapped (errors.policy=fail)
+  kSlotLost = 5,             ///< the slot's stream may have lost changes (dropped, invalidated,
+                             ///< failover past the fork point); needs source.allow_slot_reset
+  kRepeatedServerError = 6,  ///< the server failed the same way at the same LSN
+                             ///< source.max_repeated_errors times (e.g. an undecodable change)
 };
 
 }  // namespace walrelay

@@ -221,8 +221,10 @@ std::expected<void, std::string> ReplicationStream::start(
     cmd += ")";
   }
   PGresult* res = PQexec(conn_, cmd.c_str());
+  last_sqlstate_.clear();
   if (PQresultStatus(res) != PGRES_COPY_BOTH) {
     std::string msg = trim(PQresultErrorMessage(res));
+    if (const char* st = PQresultErrorField(res, PG_DIAG_SQLSTATE)) last_sqlstate_ = st;
     PQclear(res);
     return std::unexpected(msg.empty() ? last_error() : msg);
   }
@@ -308,6 +310,7 @@ void ReplicationStream::drain() {
       while (PGresult* res = PQgetResult(conn_)) {
         const std::string msg = trim(PQresultErrorMessage(res));
         if (!msg.empty()) reason = msg;
+        if (const char* st = PQresultErrorField(res, PG_DIAG_SQLSTATE)) last_sqlstate_ = st;
         PQclear(res);
       }
       end(StreamEnd::kServerEnded, reason);

@@ -114,6 +114,9 @@ class ReplicationStream {
   void close();
 
   [[nodiscard]] std::string last_error() const;
+  /// The SQLSTATE of the server error that ended the stream or failed START_REPLICATION (empty
+  /// when the end was not a server error, e.g. a lost connection).
+  [[nodiscard]] const std::string& last_sqlstate() const { return last_sqlstate_; }
 
  private:
   void arm_read();
@@ -135,6 +138,7 @@ class ReplicationStream {
   // Handlers queued on the executor hold a weak_ptr to this: they do nothing once the stream
   // is destroyed (a session's stream is replaced on reconnect).
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  std::string last_sqlstate_;
 };
 
 /// The startup `options` for a connection whose value texts must equal wal2json's: the user's own

@@ -342,8 +342,19 @@ class Consumer {
   std::pair<std::int64_t, std::int64_t> watermarks(const std::string& topic, std::int32_t p) {
     std::int64_t lo = 0;
     std::int64_t hi = 0;
-    const rd_kafka_resp_err_t err =
-        rd_kafka_query_watermark_offsets(rk_, topic.c_str(), p, &lo, &hi, 10'000);
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    // Right after a broker restart (the fault tests) a partition may have no leader for a while:
+    // retry those errors for up to 30 s.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (true) {
+      err = rd_kafka_query_watermark_offsets(rk_, topic.c_str(), p, &lo, &hi, 10'000);
+      const bool transient = err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
+                             err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
+                             err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+                             err == RD_KAFKA_RESP_ERR__TIMED_OUT;
+      if (!transient || std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       throw std::runtime_error("cannot query watermarks of " + topic + "/" + std::to_string(p) +
                                ": " + rd_kafka_err2str(err));

@@ -655,6 +655,47 @@ TEST_F(PoisonTest, FailPolicyStopsOnPoisonWithExit4WithoutConfirmingIt) {
   EXPECT_TRUE(still_there) << "the slot confirmed past the bad transaction";
 }
 
+// 5b'. shared/cases/CASE-02, the real thing (not injected): a row whose wal2json line would be
+//      ~1.2 GB (200,000,000 x U+0001, each escaped to six characters) fails every decoding
+//      attempt with SQLSTATE 54000 at the same LSN. walrelay publishes and confirms the
+//      transaction before it, never skips the row, and after source.max_repeated_errors
+//      identical failures stops with exit 6 naming the LSN, the error and the ways on. (Each
+//      attempt costs the server ~1.2 GB of memory for a few seconds: this suite runs alone.)
+TEST_F(FaultTest, ARowTheServerCannotDecodeStopsWithExit6AfterRepeatedIdenticalErrors) {
+  const std::string yaml = row_table_config({"max_repeated_errors: 2"});
+  WalrelayProcess proc(yaml);
+  start_streaming(proc, name_);
+  pg_->exec("INSERT INTO " + table("t") + " VALUES (1, 'small')");
+  ASSERT_EQ(kafka_->read_at_least({topic("t")}, 1).size(), 1u);
+  const std::string before = pg_->value("SELECT pg_current_wal_lsn()::text");
+  pg_->exec("INSERT INTO " + table("t") + " VALUES (2, repeat(chr(1), 200000000))");
+  pg_->exec("INSERT INTO " + table("t") + " VALUES (3, 'after')");
+  const int rc = proc.wait_exit(180s);
+  ASSERT_TRUE(wait_slot_inactive(*pg_, name_, 60s));
+  const auto confirmed = confirmed_lsn(*pg_, name_);
+  std::cout << "[fault] undecodable row: exit " << rc << ", confirmed_flush_lsn "
+            << confirmed.value_or(Lsn{}).to_string() << ", WAL before the row " << before
+            << std::endl;
+  EXPECT_EQ(rc, 6) << proc.logs();
+  const std::string log = proc.stderr_text();
+  EXPECT_NE(log.find("the server failed 2 times in a row with the same error"), std::string::npos)
+      << proc.logs();
+  EXPECT_NE(log.find("SQLSTATE 54000"), std::string::npos) << proc.logs();
+  EXPECT_NE(log.find("pg_replication_slot_advance"), std::string::npos) << proc.logs();
+  // Row 1's transaction was confirmed (promptly, source.confirm_interval); nothing past row 2.
+  ASSERT_TRUE(confirmed.has_value());
+  EXPECT_GE(*confirmed, *Lsn::parse(before)) << "row 1's transaction was not confirmed";
+  const auto events = kafka_->read_all({topic("t")});
+  for (const auto& r : events) {
+    EXPECT_EQ(r.key, R"({"id":1})") << "published past the undecodable row: " << r.describe();
+  }
+  // The bad row is still in the slot: walrelay skipped nothing.
+  EXPECT_EQ(pg_->value("SELECT count(*) FROM pg_replication_slots WHERE slot_name = " +
+                       sql_literal(name_) + " AND confirmed_flush_lsn < '" + before +
+                       "'::pg_lsn + 1000000"),
+            "1");
+}
+
 // 5c. errors.policy fail: a payload over message.max.bytes stops walrelay with exit 3, and the
 //     slot still holds the bad transaction.
 TEST_F(PoisonTest, FailPolicyStopsOnOversizeWithExit3WithoutConfirmingIt) {

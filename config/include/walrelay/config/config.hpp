@@ -94,6 +94,10 @@ struct SourceConfig {
   /// Interval between standby status updates (PostgreSQL docs §55.4 "Standby status update");
   /// must stay below the server's wal_sender_timeout (default 60 s).
   std::chrono::milliseconds status_interval{10'000};
+  /// How soon a moved acknowledged position is confirmed to the server (a standby status update
+  /// besides the status_interval cadence): bounds what a crash replays. 0 = only on
+  /// status_interval.
+  std::chrono::milliseconds confirm_interval{200};
   /// Where walrelay keeps its durable record of each slot it streamed (server system identifier,
   /// timeline, last confirmed LSN): `<state_dir>/<slot>.state`. Default: $WALRELAY_STATE_DIR, or
   /// $XDG_STATE_HOME/walrelay, or ~/.local/state/walrelay.
@@ -110,6 +114,9 @@ struct SourceConfig {
   /// CASE-06): a table that became UNLOGGED or another kind, lost its replica identity, or a
   /// `tables` entry that matches nothing any more is reported. 0 = only at start-up.
   std::chrono::milliseconds catalog_check_interval{30'000};
+  /// Consecutive sessions failing with the same server error at the same LSN, without delivering
+  /// anything, before walrelay stops with exit 6 (shared/cases/CASE-02). 1..1000.
+  std::size_t max_repeated_errors = 5;
 };
 
 struct KafkaConfig {
