@@ -904,13 +904,16 @@ void Connector::schedule_progress() {
         secs > 0 ? static_cast<double>(events_total_ - events_at_last_progress_) / secs : 0;
     const Lsn flush = tracker_.flush_lsn();
     const std::uint64_t lag = server_wal_end_ > flush ? server_wal_end_.value() - flush.value() : 0;
+    poll_retained_wal();
     spdlog::info(
-        "progress: {:.0f} events/s, {} events total, flush_lsn {}, lag {} bytes, in flight {} "
+        "progress: {:.0f} events/s, {} events total, flush_lsn {}, lag {} bytes, retained WAL {} "
+        "bytes (restart_lsn {}), in flight {} "
         "events / {} bytes, dead-lettered {} mapping / {} oversize / {} delivery, {} "
         "reconnects{}{}{}",
-        rate, events_total_, flush.to_string(), lag, tracker_.in_flight_events(),
-        tracker_.in_flight_bytes(), dead_lettered_mapping_, dead_lettered_oversize_,
-        dead_lettered_delivery_, reconnects_, stream_->paused() ? " (paused: backpressure)" : "",
+        rate, events_total_, flush.to_string(), lag, retained_wal_bytes_, restart_lsn_text_,
+        tracker_.in_flight_events(), tracker_.in_flight_bytes(), dead_lettered_mapping_,
+        dead_lettered_oversize_, dead_lettered_delivery_, reconnects_,
+        stream_->paused() ? " (paused: backpressure)" : "",
         (router_->outbox_updates_ignored() > 0
              ? fmt::format(", {} outbox UPDATEs ignored", router_->outbox_updates_ignored())
              : std::string()) +

@@ -136,6 +136,12 @@ class Connector {
   boost::asio::steady_timer catalog_check_timer_;
   boost::asio::steady_timer confirm_timer_;
   std::chrono::steady_clock::time_point last_record_save_{};
+  /// The slot's retained WAL (from restart_lsn) for the progress line, and the transaction that
+  /// holds restart_lsn back, named once (connector_wal_retention.cpp).
+  void poll_retained_wal();
+  long long retained_wal_bytes_ = -1;
+  std::string restart_lsn_text_;
+  std::string wal_holder_named_;
   /// Every source.confirm_interval: a standby status update when the acknowledged position moved.
   void schedule_confirm();
   std::map<std::string, std::string> captured_;  // "schema.table" → identity problem ("" = none)

@@ -73,5 +73,34 @@ TEST_F(CatalogDriftTest, TheCatalogCheckReportsTablesThatStopBeingCaptured) {
   pg_->exec("DROP SCHEMA " + other + "x CASCADE");
 }
 
+// Issue 9 item 7: an idle open transaction pins the slot's restart_lsn; the progress line shows
+// the retained WAL (from restart_lsn) apart from the confirm lag, and the holder is named once.
+TEST_F(CatalogDriftTest, RetainedWalIsReportedAndItsHolderNamed) {
+  pg_->exec("CREATE TABLE " + table("captured") + " (id int PRIMARY KEY)");
+  pg_->exec("CREATE TABLE " + table("bulk") + " (id int, filler text)");
+  WalrelayProcess proc(make_config({{table("captured")}}).to_yaml());
+  start_streaming(proc, name_);
+  Pg holder(env_.pg_conninfo);
+  holder.exec("BEGIN");
+  holder.exec("INSERT INTO " + table("bulk") + " VALUES (0, 'holds an xid')");
+  const std::string pid = holder.value("SELECT pg_backend_pid()::text");
+  // ~30 MB of WAL in other transactions: the confirmed position moves on, restart_lsn cannot.
+  for (int i = 0; i < 4; ++i) {
+    pg_->exec("INSERT INTO " + table("bulk") +
+              " SELECT g, repeat('x', 100) FROM generate_series(1, 50000) g");
+  }
+  pg_->exec("INSERT INTO " + table("captured") + " VALUES (1)");
+  ASSERT_EQ(kafka_->read_at_least({topic("captured")}, 1).size(), 1u);
+  EXPECT_TRUE(proc.wait_for_log("the oldest open transaction, pid " + pid, 30s)) << proc.logs();
+  EXPECT_TRUE(proc.wait_for_log("retained WAL", 10s)) << proc.logs();
+  holder.exec("ROLLBACK");
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  // Named once, and without its query text.
+  const std::string log = proc.stderr_text();
+  EXPECT_EQ(log.find("the oldest open transaction, pid " + pid),
+            log.rfind("the oldest open transaction, pid " + pid));
+  EXPECT_EQ(log.find("holds an xid"), std::string::npos) << "the holder's query text was logged";
+}
+
 }  // namespace
 }  // namespace walrelay::itest
