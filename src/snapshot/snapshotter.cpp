@@ -406,8 +406,8 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
         std::to_string(chunk.number) + ":" + std::to_string(row);
   std::string mapping_error;
   std::optional<std::span<const Record>> routed;
-  if (auto built = build_row_change(t.plan, values_, settings_.numerics, progress_.lsn,
-                                    progress_.xid, change_, tokens_);
+  if (auto built = build_row_change(t.plan, values_, settings_.numerics, settings_.check_utf8,
+                                    progress_.lsn, progress_.xid, change_, tokens_);
       !built) {
     mapping_error = built.error();
   } else if (auto r = router_.route_snapshot(change_, router::SnapshotRead{marker, id_, now_us()});

@@ -54,11 +54,14 @@ std::string chunk_query(const TableReadPlan& plan, bool after_key, std::size_t l
 /// Turns one row (value texts in column order, nullopt = SQL NULL) into the `Change` a wal2json
 /// INSERT of it would decode to: the same column names, type OIDs and value tokens, `pk` from
 /// the plan. `tokens` is the caller's reused buffer that the Change points into (with the plan).
-/// Error: a numeric column whose text is not a number (names the column).
+/// `check_utf8` (an SQL_ASCII database, whose texts arrive as stored): every value and name must
+/// be UTF-8, as the stream requires of each wal2json line.
+/// Error: a numeric column whose text is not a number, or with `check_utf8` a value or name that
+/// is not UTF-8 (names the column and the bytes' offset, never quotes the bytes).
 std::expected<void, std::string> build_row_change(
     const TableReadPlan& plan, std::span<const std::optional<std::string_view>> values,
-    decoder::NumericTokens numerics, Lsn lsn, std::uint64_t xid, decoder::Change& change,
-    std::string& tokens);
+    decoder::NumericTokens numerics, bool check_utf8, Lsn lsn, std::uint64_t xid,
+    decoder::Change& change, std::string& tokens);
 
 /// The key's values of a row, as text (for the progress record and the next chunk's parameters).
 KeyText key_of(const TableReadPlan& plan, std::span<const std::optional<std::string_view>> values);
