@@ -308,6 +308,15 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
       finish_table_read(w);
       return;
     }
+    if (is_untranslatable(w.conn->last_sqlstate())) {
+      // A value of the database's encoding without a UTF-8 equivalent: every retry would fail
+      // the same way, so it stops like a row that cannot be mapped (the stream would report
+      // the same value as a mapping error).
+      fail(SnapshotFailure::kMapping, "snapshot of " + p.schema + "." + p.table +
+                                          ": a value cannot be converted to UTF-8 (" +
+                                          result.error() + "); fix the value in the database");
+      return;
+    }
     fail(SnapshotFailure::kRetry,
          "snapshot of " + p.schema + "." + p.table + " failed: " + result.error());
     return;

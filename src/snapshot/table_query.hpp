@@ -41,6 +41,12 @@ std::optional<TableReadPlan> make_read_plan(const router::TableSchema& shape,
 inline bool is_dropped_table(const std::string& sqlstate) {
   return sqlstate == "42P01" || sqlstate == "3F000";
 }
+/// untranslatable_character, character_not_in_repertoire: a stored value has no equivalent in
+/// the connection's client_encoding (UTF8), e.g. byte 0x81 in a WIN1252 database (README
+/// "Database encoding"). Reading the chunk again cannot help.
+inline bool is_untranslatable(const std::string& sqlstate) {
+  return sqlstate == "22P05" || sqlstate == "22021";
+}
 /// undefined_column: the table's columns changed (DDL) since its shape was read.
 inline bool is_changed_columns(const std::string& sqlstate) {
   return sqlstate == "42703";

@@ -1885,6 +1885,56 @@ void case01(CaseCorpusTest& t) {
   }
   EXPECT_EQ(latin1_line, 1) << describe(dead);
   EXPECT_EQ(ff_line, 1) << describe(dead);
+
+  // ---- own input: WIN1252, where conversion must be exact. € (0x80) is published as UTF-8;
+  // 0x81 is a byte WIN1252 stores but has no UTF-8 equivalent for: the streamed change is a
+  // mapping error (exit 4, not confirmed), never a replacement character, and a snapshot that
+  // meets the value stops the same way instead of retrying for ever.
+  drop_slot_quietly(admin, t.name());
+  t.state_dir_.clear();
+  std::string win1252;
+  ASSERT_NO_FATAL_FAILURE(make_db("_w", "WIN1252", win1252));
+  ASSERT_NO_FATAL_FAILURE(psql_in(win1252,
+                                  "SET client_encoding = 'UTF8';\n"
+                                  "CREATE TABLE price (price_id int PRIMARY KEY, label text);\n"
+                                  "INSERT INTO price VALUES (1, '12 \xE2\x82\xAC');\n"));
+  t.conninfo = win1252;
+  t.source_lines.clear();
+  t.top_lines.clear();
+  t.snapshot_mode = "initial";
+  t.table_lines = {row_entry(t, "price")};
+  ASSERT_NO_FATAL_FAILURE(t.start("walrelay (WIN1252)"));
+  ASSERT_NO_FATAL_FAILURE(psql_in(win1252,
+                                  "SET client_encoding = 'WIN1252';\n"
+                                  "INSERT INTO price VALUES (2, E'a\\x81z');\n"));
+  EXPECT_EQ(t.proc->wait_exit(30s), 4) << t.proc->logs();
+  {
+    const std::string err = t.proc->stderr_text();
+    EXPECT_NE(err.find("table " + t.qualified("price") +
+                       R"(, key {"price_id":2} is not )"
+                       "convertible from server_encoding WIN1252 to UTF-8"),
+              std::string::npos)
+        << err;
+    EXPECT_NE(err.find("0x81"), std::string::npos) << err;
+  }
+  ASSERT_TRUE(wait_slot_inactive(admin, t.name()));
+  t.collect();
+  const auto prices = t.on(t.row_topic("price"));
+  ASSERT_EQ(keys_of(prices), R"({"price_id":1})") << describe(prices);
+  EXPECT_EQ(op(prices[0]), "r");
+  EXPECT_TRUE(is(prices[0], "/after/label", jstr("12 \xE2\x82\xAC")));
+  EXPECT_TRUE(utf8_record(prices[0]));
+  // A new slot's snapshot reads price 2 through the server's conversion, which refuses it.
+  drop_slot_quietly(admin, t.name());
+  t.state_dir_.clear();
+  WalrelayProcess snapshot(t.yaml(), "walrelay (WIN1252 snapshot)");
+  snapshot.start();
+  EXPECT_EQ(snapshot.wait_exit(60s), 4) << snapshot.logs();
+  EXPECT_NE(snapshot.stderr_text().find("snapshot of " + t.qualified("price") +
+                                        ": a value cannot be converted to UTF-8"),
+            std::string::npos)
+      << snapshot.logs();
+  EXPECT_NE(snapshot.stderr_text().find("0x81"), std::string::npos) << snapshot.logs();
 }
 
 const std::map<std::string, CaseFn>& cases() {
