@@ -138,6 +138,18 @@ TEST(LineTranscoder, AsciiLinesAreNotCopied) {
   EXPECT_EQ(r->data(), line.data());
 }
 
+TEST(LineTranscoder, ANonAsciiByteAnywhereIsConverted) {
+  auto t = make("LATIN1");
+  for (std::size_t at = 0; at < 21; ++at) {
+    std::string line(21, 'a');
+    line[at] = '\xE9';
+    auto r = t.to_utf8(line);
+    ASSERT_TRUE(r) << at;
+    ASSERT_EQ(r->size(), 22u) << at;
+    EXPECT_EQ(r->substr(at, 2), "\xC3\xA9") << at;
+  }
+}
+
 TEST(LineTranscoder, OneBufferIsReused) {
   auto t = make("LATIN1");
   const std::string big(10000, '\xE9');
