@@ -436,6 +436,10 @@ class Loader {
          [&](const YAML::Node& v, const std::string& p) {
            if (auto b = boolean(v, p)) source.allow_slot_reset = *b;
          }},
+        {"allow_sql_ascii",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto b = boolean(v, p)) source.allow_sql_ascii = *b;
+         }},
         {"reconnect_min",
          [&](const YAML::Node& v, const std::string& p) {
            if (auto d = duration(v, p)) source.reconnect_min = *d;

@@ -5,6 +5,8 @@
 #include <array>
 #include <vector>
 
+#include "client_encoding.hpp"
+
 namespace walrelay {
 
 namespace {
@@ -68,7 +70,10 @@ Catalog::~Catalog() {
 bool Catalog::ensure_connected() {
   if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK) return true;
   if (conn_ != nullptr) PQreset(conn_);
-  if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK) return true;
+  // A reset session starts with the server's default client_encoding again.
+  if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK && use_walrelay_client_encoding(conn_)) {
+    return true;
+  }
   return static_cast<bool>(connect());
 }
 
@@ -82,6 +87,10 @@ std::expected<void, std::string> Catalog::connect() {
   conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
     last_error_ = conn_ != nullptr ? trim(PQerrorMessage(conn_)) : "out of memory";
+    return std::unexpected("catalog connection: " + last_error_);
+  }
+  if (auto encoded = use_walrelay_client_encoding(conn_); !encoded) {
+    last_error_ = encoded.error();
     return std::unexpected("catalog connection: " + last_error_);
   }
   Result r{PQexec(conn_, kTypesSql)};

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "replication/replication_stream.hpp"
+#include "source_encoding.hpp"
 #include "state_store.hpp"
 #include "table_inventory.hpp"
 #include "walrelay/router/event_router.hpp"
@@ -107,6 +108,17 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
         wal_level && !wal_level->empty() ? (*wal_level)[0][0].value_or("") : "?";
     out << "  wal_level " << level << (level == "logical" ? "" : "  FAIL: needs logical") << "\n";
     ok = ok && level == "logical";
+    // The same decision `run` makes before streaming (README "Database encoding").
+    auto shown = stream.query("SHOW server_encoding");
+    const std::string encoding =
+        shown && !shown->empty() ? (*shown)[0][0].value_or("?") : std::string("?");
+    if (auto transcoder = transcoder_for_database(encoding, cfg.source.allow_sql_ascii)) {
+      out << "  server_encoding " << encoding << ": " << describe_transcoding(*transcoder) << "\n";
+    } else {
+      out << "  server_encoding " << encoding
+          << "  FAIL: refused (run exits 2): " << transcoder.error() << "\n";
+      ok = false;
+    }
     // The same slot-record rule `run` applies (README "Reliability").
     const StateStore store(
         cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir,

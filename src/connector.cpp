@@ -259,6 +259,7 @@ Connector::Outcome Connector::prepare() {
               "postgresql.conf and restart the server";
     return fatal(ExitCode::kRuntimeError);
   }
+  if (auto encoding = check_encoding(); encoding != Outcome::kStreaming) return encoding;
   // Standby status updates must come well within wal_sender_timeout, or the server drops the
   // connection (shared/cases/README.md item 13).
   status_interval_ = cfg_.source.status_interval;
@@ -594,11 +595,21 @@ void Connector::on_producer_fatal(const std::string& reason) {
 void Connector::on_xlogdata(const replication::XLogData& x) {
   if (stopping_ || !streaming_) return;
   if (x.data_start > received_lsn_) received_lsn_ = x.data_start;
-  auto decoded = decoder_.decode(x.data);
+  // wal2json writes the database's encoding; everything after this works on UTF-8 (CASE-01).
+  std::string_view line = x.data;
+  if (transcoder_.mode() != decoder::TranscodeMode::kPassThrough) {
+    auto utf8 = transcoder_.to_utf8(x.data);
+    if (!utf8) {
+      on_unconvertible_line(x, utf8.error());
+      return;
+    }
+    line = *utf8;
+  }
+  auto decoded = decoder_.decode(line);
   if (!decoded) {
     handle_unmappable("cannot decode wal2json output at LSN " + x.data_start.to_string() + ": " +
                           decoded.error().reason,
-                      x.data, nullptr);
+                      line, nullptr);
     return;
   }
   const decoder::Change& c = **decoded;
@@ -607,7 +618,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
     case Action::kBegin: {
       if (in_txn_) {
         handle_unmappable("wal2json sent BEGIN inside a transaction at LSN " + c.lsn.to_string(),
-                          x.data, nullptr);
+                          line, nullptr);
         return;
       }
       tracker_.begin(c.next_lsn);
@@ -620,7 +631,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
     case Action::kCommit:
       if (!in_txn_) {
         handle_unmappable("wal2json sent COMMIT outside a transaction at LSN " + c.lsn.to_string(),
-                          x.data, nullptr);
+                          line, nullptr);
         return;
       }
       pending_ = router_->commit(c.next_lsn);
@@ -635,7 +646,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   // A non-transactional logical message arrives outside any B/C pair (shared/cases/README.md
   // item 8): track it as its own unit, confirmed at the end of its record.
   if ((c.action == Action::kMessage || c.action == Action::kInsert) &&
-      handle_snapshot_message(c, x.data)) {
+      handle_snapshot_message(c, line)) {
     return;
   }
   if (c.action == Action::kTruncate && incremental_ && incremental_->collecting()) {
@@ -647,7 +658,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   if (!routed) {
     std::string reason = routed.error().reason;
     reason += " (xid " + std::to_string(c.xid) + ", LSN " + c.lsn.to_string() + ")";
-    if (handle_unmappable(reason, x.data, &c) && standalone) tracker_.commit();
+    if (handle_unmappable(reason, line, &c) && standalone) tracker_.commit();
     return;
   }
   if (incremental_ && incremental_->collecting()) incremental_->on_streamed(*routed, c.xid);
@@ -660,7 +671,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
 }
 
 bool Connector::handle_unmappable(const std::string& reason, std::string_view original,
-                                  const decoder::Change* change) {
+                                  const decoder::Change* change, std::string_view source_hint) {
   if (cfg_.errors.policy != "dead_letter") {
     spdlog::error("{}; stopping without confirming past it (errors.policy=fail)", reason);
     finish(ExitCode::kMappingFailed);
@@ -669,7 +680,7 @@ bool Connector::handle_unmappable(const std::string& reason, std::string_view or
   const bool standalone = !tracker_.open_txn().has_value();
   const Lsn lsn = change != nullptr ? change->lsn : received_lsn_;
   if (standalone) tracker_.begin(lsn);
-  std::string source;
+  std::string source(source_hint);
   if (change != nullptr && !change->table.empty()) {
     source = std::string(change->schema) + "." + std::string(change->table);
   } else if (change != nullptr && change->action == decoder::Action::kMessage) {

@@ -23,6 +23,7 @@
 #include "state_store.hpp"
 #include "table_inventory.hpp"
 #include "walrelay/config/config.hpp"
+#include "walrelay/decoder/line_transcoder.hpp"
 #include "walrelay/decoder/wal2json_decoder.hpp"
 #include "walrelay/router/event_router.hpp"
 #include "walrelay/sink/ack_tracker.hpp"
@@ -68,6 +69,9 @@ class Connector {
   void schedule_catalog_check();
   /// Looks the captured tables up again (source.catalog_check_interval) and reports changes.
   void check_catalog();
+  /// Reads the database's server_encoding on the replication connection and sets `transcoder_`
+  /// (connector_encoding.cpp). An encoding walrelay refuses is fatal with exit 2.
+  Outcome check_encoding();
   Outcome fatal(ExitCode code);
   void after_session(Outcome outcome, const std::string& reason);
   void end_session();
@@ -88,8 +92,14 @@ class Connector {
   void apply_backpressure();
   void maybe_resume();
   /// A change that cannot be mapped: dead-letter it (errors.policy=dead_letter) or stop.
+  /// `source` names the table (or message prefix) for the dead-letter record when `change` is
+  /// null.
   bool handle_unmappable(const std::string& reason, std::string_view original,
-                         const decoder::Change* change);
+                         const decoder::Change* change, std::string_view source = {});
+  /// A line that cannot be made UTF-8 (connector_encoding.cpp): a mapping error naming its LSN
+  /// and, when they can be told, its table and key; the dead-letter record carries the line's
+  /// bytes as received.
+  void on_unconvertible_line(const replication::XLogData& x, const decoder::TranscodeError& error);
   /// Publishes a dead-letter record for the current transaction `seq`; false if that failed.
   bool publish_dead_letter(std::uint64_t seq, std::string_view kind, const std::string& reason,
                            std::string_view source, std::optional<std::string_view> key,
@@ -120,6 +130,8 @@ class Connector {
   boost::asio::io_context& io_;
   config::Config cfg_;
   std::unique_ptr<replication::ReplicationStream> stream_;
+  decoder::LineTranscoder transcoder_;  // the database's encoding → UTF-8, set each session
+  std::string logged_encoding_;         // the server_encoding last logged
   decoder::Wal2JsonDecoder decoder_;
   router::TypeRegistry types_;
   std::unique_ptr<Catalog> catalog_;

@@ -151,6 +151,7 @@ void Connector::run_snapshot() {
   settings.progress_interval = cfg_.log.progress_interval;
   if (cfg_.errors.policy == "dead_letter")
     settings.dead_letter_topic = cfg_.errors.dead_letter_topic;
+  settings.check_utf8 = transcoder_.mode() == decoder::TranscodeMode::kValidate;
   if (snapshot_progress_->resumed) {
     spdlog::warn(
         "snapshot: resuming an interrupted snapshot (progress in {}): the exported snapshot is "
@@ -214,7 +215,8 @@ void Connector::start_incremental() {
   if (*loaded && (*loaded)->slot == slot) progress = std::move(**loaded);
   progress.slot = slot;
   snapshot::IncrementalSnapshot::Settings settings{
-      cfg_.source.conninfo, "walrelay-snapshot-" + cfg_.name, cfg_.snapshot.chunk_size};
+      cfg_.source.conninfo, "walrelay-snapshot-" + cfg_.name, cfg_.snapshot.chunk_size,
+      transcoder_.mode() == decoder::TranscodeMode::kValidate};
   incremental_ = std::make_unique<snapshot::IncrementalSnapshot>(
       io_.get_executor(), std::move(settings), *router_, *catalog_, *incremental_store_, progress);
 

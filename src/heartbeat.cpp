@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "client_encoding.hpp"
+
 namespace walrelay {
 
 namespace asio = boost::asio;
@@ -80,6 +82,11 @@ void Heartbeat::fire() {
     conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
     if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
       report_failure(conn_ != nullptr ? trim(PQerrorMessage(conn_)) : "out of memory");
+      return;
+    }
+    // heartbeat.query is UTF-8 text like the rest of the configuration.
+    if (auto encoded = use_walrelay_client_encoding(conn_); !encoded) {
+      report_failure(encoded.error());
       return;
     }
     PQsetnonblocking(conn_, 1);

@@ -3,6 +3,8 @@
 #include <boost/asio/post.hpp>
 #include <chrono>
 
+#include "client_encoding.hpp"
+
 namespace walrelay::replication {
 
 namespace asio = boost::asio;
@@ -123,6 +125,13 @@ std::expected<SystemInfo, std::string> ReplicationStream::connect() {
     return std::unexpected("cannot connect to PostgreSQL: " + msg);
   }
   PQsetNoticeProcessor(conn_, &notice_to_log, nullptr);
+  // SQL results on this connection (catalog names) in walrelay's encoding; the stream itself is
+  // never converted (LineTranscoder does that).
+  if (auto encoded = use_walrelay_client_encoding(conn_); !encoded) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+    return std::unexpected(encoded.error());
+  }
 
   auto rows = query("IDENTIFY_SYSTEM");
   if (!rows) return std::unexpected("IDENTIFY_SYSTEM failed: " + rows.error());

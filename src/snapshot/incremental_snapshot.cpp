@@ -388,8 +388,8 @@ std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_wate
     for (const auto& v : rows_[i]) {
       values.push_back(v ? std::optional<std::string_view>(*v) : std::nullopt);
     }
-    if (auto built = build_row_change(plan_, values, decoder::NumericTokens::kStrings, lsn, xid,
-                                      change_, tokens_);
+    if (auto built = build_row_change(plan_, values, decoder::NumericTokens::kStrings,
+                                      settings_.check_utf8, lsn, xid, change_, tokens_);
         !built) {
       return std::unexpected("incremental snapshot of " + t.schema + "." + t.table + ": " +
                              built.error());

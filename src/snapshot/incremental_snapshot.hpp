@@ -50,6 +50,8 @@ class IncrementalSnapshot {
     std::string conninfo;
     std::string application_name;
     std::size_t chunk_size = 8192;
+    /// An SQL_ASCII database: each row must be UTF-8 (a row that is not is a mapping error).
+    bool check_utf8 = false;
   };
 
   /// `progress` holds the queued tables and their positions (from `store`, or empty).

@@ -2,6 +2,8 @@
 
 #include <libpq-fe.h>
 
+#include "client_encoding.hpp"
+
 namespace walrelay::snapshot {
 
 std::expected<std::string, std::string> send_signal(const std::string& conninfo,
@@ -19,6 +21,12 @@ std::expected<std::string, std::string> send_signal(const std::string& conninfo,
     std::string m = message(conn);
     PQfinish(conn);
     return std::unexpected("cannot connect to PostgreSQL: " + m);
+  }
+  // Table names are UTF-8: the server converts them to the database's encoding, where the stream
+  // reads them back.
+  if (auto encoded = use_walrelay_client_encoding(conn); !encoded) {
+    PQfinish(conn);
+    return std::unexpected(encoded.error());
   }
   const std::string json = signal_json(signal);
   const char* params[] = {prefix.c_str(), json.c_str()};

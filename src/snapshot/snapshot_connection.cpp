@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "client_encoding.hpp"
 #include "replication/replication_stream.hpp"
 
 namespace walrelay::snapshot {
@@ -44,6 +45,11 @@ std::expected<void, std::string> SnapshotConnection::connect() {
     PQfinish(conn_);
     conn_ = nullptr;
     return std::unexpected("snapshot connection: " + msg);
+  }
+  // Row texts in UTF-8 (the server converts), or as stored in an SQL_ASCII database (checked by
+  // build_row_change).
+  if (auto encoded = use_walrelay_client_encoding(conn_); !encoded) {
+    return std::unexpected("snapshot connection: " + encoded.error());
   }
   if (PQsetnonblocking(conn_, 1) != 0)
     return std::unexpected("cannot make the connection non-blocking");

@@ -308,6 +308,15 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
       finish_table_read(w);
       return;
     }
+    if (is_untranslatable(w.conn->last_sqlstate())) {
+      // A value of the database's encoding without a UTF-8 equivalent: every retry would fail
+      // the same way, so it stops like a row that cannot be mapped (the stream would report
+      // the same value as a mapping error).
+      fail(SnapshotFailure::kMapping, "snapshot of " + p.schema + "." + p.table +
+                                          ": a value cannot be converted to UTF-8 (" +
+                                          result.error() + "); fix the value in the database");
+      return;
+    }
     fail(SnapshotFailure::kRetry,
          "snapshot of " + p.schema + "." + p.table + " failed: " + result.error());
     return;
@@ -406,8 +415,8 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
         std::to_string(chunk.number) + ":" + std::to_string(row);
   std::string mapping_error;
   std::optional<std::span<const Record>> routed;
-  if (auto built = build_row_change(t.plan, values_, settings_.numerics, progress_.lsn,
-                                    progress_.xid, change_, tokens_);
+  if (auto built = build_row_change(t.plan, values_, settings_.numerics, settings_.check_utf8,
+                                    progress_.lsn, progress_.xid, change_, tokens_);
       !built) {
     mapping_error = built.error();
   } else if (auto r = router_.route_snapshot(change_, router::SnapshotRead{marker, id_, now_us()});

@@ -61,6 +61,9 @@ class Snapshotter {
     /// errors.policy dead_letter: a row that cannot be mapped or is over message.max.bytes goes
     /// here instead of stopping the snapshot. Empty: stop (errors.policy fail).
     std::string dead_letter_topic;
+    /// An SQL_ASCII database (source.allow_sql_ascii): row texts arrive as stored and each row
+    /// must be UTF-8, else it is a mapping error (dead-lettered or stopping, as above).
+    bool check_utf8 = false;
   };
   using Done = std::function<void(std::optional<SnapshotFailure>, const std::string& reason)>;
 

@@ -4,8 +4,38 @@
 
 #include "replication/replication_stream.hpp"
 #include "walrelay/core/json.hpp"
+#include "walrelay/decoder/utf8.hpp"
 
 namespace walrelay::snapshot {
+
+namespace {
+
+// Why the row's names or values are not UTF-8, or nullopt (SQL_ASCII: texts arrive as stored).
+std::optional<std::string> not_utf8(const TableReadPlan& plan,
+                                    std::span<const std::optional<std::string_view>> values) {
+  const auto& cols = plan.shape->columns;
+  const auto where = [](std::string_view text, std::size_t at) {
+    return " (byte sequence " + decoder::hex_bytes(text, at) + " at offset " + std::to_string(at) +
+           "; server_encoding SQL_ASCII, allowed by source.allow_sql_ascii)";
+  };
+  for (const std::string* name : {&plan.shape->schema, &plan.shape->table}) {
+    if (auto at = decoder::first_invalid_utf8(*name)) {
+      return "the table's name is not UTF-8" + where(*name, *at);
+    }
+  }
+  for (std::size_t i = 0; i < cols.size() && i < values.size(); ++i) {
+    if (auto at = decoder::first_invalid_utf8(cols[i].name)) {
+      return "a column's name is not UTF-8" + where(cols[i].name, *at);
+    }
+    if (!values[i]) continue;
+    if (auto at = decoder::first_invalid_utf8(*values[i])) {
+      return "the value of column " + cols[i].name + " is not UTF-8" + where(*values[i], *at);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::optional<TableReadPlan> make_read_plan(const router::TableSchema& shape,
                                             const std::vector<std::string>& preferred_key) {
@@ -67,9 +97,12 @@ std::string chunk_query(const TableReadPlan& plan, bool after_key, std::size_t l
 
 std::expected<void, std::string> build_row_change(
     const TableReadPlan& plan, std::span<const std::optional<std::string_view>> values,
-    decoder::NumericTokens numerics, Lsn lsn, std::uint64_t xid, decoder::Change& change,
-    std::string& tokens) {
+    decoder::NumericTokens numerics, bool check_utf8, Lsn lsn, std::uint64_t xid,
+    decoder::Change& change, std::string& tokens) {
   const auto& cols = plan.shape->columns;
+  if (check_utf8) {
+    if (auto bad = not_utf8(plan, values)) return std::unexpected(std::move(*bad));
+  }
   tokens.clear();
   // Token end offsets first (the buffer may grow), views after.
   thread_local std::vector<std::size_t> ends;

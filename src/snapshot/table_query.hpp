@@ -41,6 +41,12 @@ std::optional<TableReadPlan> make_read_plan(const router::TableSchema& shape,
 inline bool is_dropped_table(const std::string& sqlstate) {
   return sqlstate == "42P01" || sqlstate == "3F000";
 }
+/// untranslatable_character, character_not_in_repertoire: a stored value has no equivalent in
+/// the connection's client_encoding (UTF8), e.g. byte 0x81 in a WIN1252 database (README
+/// "Database encoding"). Reading the chunk again cannot help.
+inline bool is_untranslatable(const std::string& sqlstate) {
+  return sqlstate == "22P05" || sqlstate == "22021";
+}
 /// undefined_column: the table's columns changed (DDL) since its shape was read.
 inline bool is_changed_columns(const std::string& sqlstate) {
   return sqlstate == "42703";
@@ -54,11 +60,14 @@ std::string chunk_query(const TableReadPlan& plan, bool after_key, std::size_t l
 /// Turns one row (value texts in column order, nullopt = SQL NULL) into the `Change` a wal2json
 /// INSERT of it would decode to: the same column names, type OIDs and value tokens, `pk` from
 /// the plan. `tokens` is the caller's reused buffer that the Change points into (with the plan).
-/// Error: a numeric column whose text is not a number (names the column).
+/// `check_utf8` (an SQL_ASCII database, whose texts arrive as stored): every value and name must
+/// be UTF-8, as the stream requires of each wal2json line.
+/// Error: a numeric column whose text is not a number, or with `check_utf8` a value or name that
+/// is not UTF-8 (names the column and the bytes' offset, never quotes the bytes).
 std::expected<void, std::string> build_row_change(
     const TableReadPlan& plan, std::span<const std::optional<std::string_view>> values,
-    decoder::NumericTokens numerics, Lsn lsn, std::uint64_t xid, decoder::Change& change,
-    std::string& tokens);
+    decoder::NumericTokens numerics, bool check_utf8, Lsn lsn, std::uint64_t xid,
+    decoder::Change& change, std::string& tokens);
 
 /// The key's values of a row, as text (for the progress record and the next chunk's parameters).
 KeyText key_of(const TableReadPlan& plan, std::span<const std::optional<std::string_view>> values);

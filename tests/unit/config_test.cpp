@@ -1328,19 +1328,22 @@ TEST(ConfigReliability, DefaultsWhenAbsent) {
   EXPECT_EQ(r.config->heartbeat.interval, std::chrono::seconds(10));
   EXPECT_TRUE(r.config->source.state_dir.empty());
   EXPECT_FALSE(r.config->source.allow_slot_reset);
+  EXPECT_FALSE(r.config->source.allow_sql_ascii);
   EXPECT_EQ(r.config->source.reconnect_min, std::chrono::milliseconds(500));
   EXPECT_EQ(r.config->source.reconnect_max, std::chrono::seconds(30));
 }
 
 TEST(ConfigReliability, EveryKeyIsRead) {
   auto r = load_with(
-      "  state_dir: /var/lib/walrelay\n  allow_slot_reset: true\n  reconnect_min: 1s\n"
+      "  state_dir: /var/lib/walrelay\n  allow_slot_reset: true\n  allow_sql_ascii: true\n"
+      "  reconnect_min: 1s\n"
       "  reconnect_max: 1m\nerrors:\n  policy: dead_letter\n  dead_letter_topic: billing.dlq\n"
       "heartbeat:\n  enabled: false\n  interval: 2s\n  query: \"UPDATE hb SET at = now()\"\n");
   ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].key + ": " + r.errors[0].reason);
   const auto& c = *r.config;
   EXPECT_EQ(c.source.state_dir, "/var/lib/walrelay");
   EXPECT_TRUE(c.source.allow_slot_reset);
+  EXPECT_TRUE(c.source.allow_sql_ascii);
   EXPECT_EQ(c.source.reconnect_min, std::chrono::seconds(1));
   EXPECT_EQ(c.source.reconnect_max, std::chrono::minutes(1));
   EXPECT_EQ(c.errors.policy, "dead_letter");
@@ -1359,6 +1362,10 @@ TEST(ConfigReliability, MistakesAreReportedTogether) {
   EXPECT_TRUE(has_error(r, "errors.policy"));
   EXPECT_TRUE(has_error(r, "heartbeat.interval"));
   EXPECT_TRUE(has_error(r, "heartbeat.querry"));
+  // Booleans are booleans: a typo is an error naming the key, never a silent false.
+  auto sql_ascii = load_with("  allow_sql_ascii: maybe\n");
+  EXPECT_FALSE(sql_ascii.config);
+  EXPECT_TRUE(has_error(sql_ascii, "source.allow_sql_ascii"));
   auto dlq = load_with("errors:\n  policy: dead_letter\n");
   EXPECT_TRUE(has_error(dlq, "errors.dead_letter_topic"));
   auto bad_topic = load_with("errors:\n  policy: dead_letter\n  dead_letter_topic: \"a b\"\n");

@@ -106,6 +106,10 @@ struct SourceConfig {
   /// fresh slot although its record says it streamed one before (dropped, invalidated or lost in
   /// a failover), or resume across a timeline change past the fork point. Use once, then remove.
   bool allow_slot_reset = false;
+  /// Stream a database whose server_encoding is SQL_ASCII (no defined encoding: any bytes). Off:
+  /// walrelay refuses it at start-up (exit 2). On: every wal2json line is checked to be UTF-8
+  /// and one that is not is a mapping error (errors.policy); snapshot rows likewise.
+  bool allow_sql_ascii = false;
   /// Reconnect backoff (PostgreSQL connection lost, slot held by another instance): starts at
   /// `reconnect_min`, doubles with jitter up to `reconnect_max`.
   std::chrono::milliseconds reconnect_min{500};
