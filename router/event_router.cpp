@@ -665,7 +665,7 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route(const de
               "an UPDATE of outbox table {} publishes nothing (only INSERTs are events; an upsert "
               "that updates an existing row sends no new event). Said once per table; counted "
               "in the progress line",
-              rule.data_collection);
+              std::string(c.schema) + "." + std::string(c.table));
         }
       }
       break;

@@ -2000,14 +2000,78 @@ void case06(CaseCorpusTest& t) {
       << t.proc->stderr_text();
 }
 
+// ======================================================================== CASE-09
+// Outbox rows that are legal SQL but awkward events, with errors.policy dead_letter so every
+// outcome is visible: published, tombstone, dead-lettered (empty/NULL aggregate id, text that is
+// not JSON) or dropped with a warning (UPDATE).
+void case09(CaseCorpusTest& t) {
+  const std::string domain = t.name() + ".domain.";
+  const std::string dlq = t.name() + ".dlq";
+  const auto outbox = [&](const std::string& table, bool tombstones) {
+    std::vector<std::string> lines = {"- name: " + yq(t.qualified(table)),
+                                      "  outbox:",
+                                      "    event_id: event_id",
+                                      "    aggregate_id: aggregate_id",
+                                      "    aggregate_type: aggregate_type",
+                                      "    payload: payload",
+                                      "    event_type: event_type",
+                                      "    topic: " + yq(domain + "{aggregate_type}")};
+    if (tombstones) lines.push_back("    tombstone_on_empty_payload: true");
+    return lines;
+  };
+  t.table_lines = outbox("outbox_event", true);
+  for (const auto& l : outbox("outbox_event_text", false)) t.table_lines.push_back(l);
+  t.top_lines = {"errors:", "  policy: dead_letter", "  dead_letter_topic: " + yq(dlq)};
+  ASSERT_NO_FATAL_FAILURE(t.run_default());
+  const auto ev = t.on(domain + "order");
+  // Records per event id in publication order (one key, one partition, so in order per key).
+  std::map<std::string, std::vector<const KafkaRecord*>> by_id;
+  for (const auto& r : ev) by_id[r.header("id").substr(r.header("id").size() - 2)].push_back(&r);
+  // a1 twice (re-inserted after its delete: published again), a2 (tombstone), a3, a4-a6, b3.
+  std::map<std::string, std::size_t> counts;
+  for (const auto& [id, rs] : by_id) counts[id] = rs.size();
+  const std::map<std::string, std::size_t> expected = {{"a1", 2}, {"a2", 1}, {"a3", 1}, {"a4", 1},
+                                                       {"a5", 1}, {"a6", 1}, {"b3", 1}};
+  ASSERT_EQ(counts, expected) << describe(ev);
+  const KafkaRecord& a1 = *by_id["a1"][0];
+  EXPECT_EQ(a1.key, "o-1");
+  EXPECT_EQ(a1.header("eventType"), "OrderPlaced");
+  // jsonb's own text (it orders keys by length): exactly what the case's wal2json line holds.
+  EXPECT_EQ(*a1.value, R"({"total": 12.50, "orderId": "o-1"})");
+  EXPECT_EQ(*by_id["a1"][1]->value, R"({"total": 13.00, "orderId": "o-1"})");
+  // SQL NULL payload: a tombstone with the key and headers; JSON null: the 4 bytes `null`.
+  EXPECT_FALSE(by_id["a2"][0]->value.has_value()) << by_id["a2"][0]->describe();
+  EXPECT_EQ(by_id["a2"][0]->key, "o-2");
+  ASSERT_TRUE(by_id["a3"][0]->value.has_value());
+  EXPECT_EQ(*by_id["a3"][0]->value, "null");
+  // Non-object JSON published as is.
+  EXPECT_EQ(*by_id["a4"][0]->value, R"([{"sku": "A"}, {"sku": "B"}])");
+  EXPECT_EQ(*by_id["a5"][0]->value, R"("just a string")");
+  EXPECT_EQ(*by_id["a6"][0]->value, "42");
+  EXPECT_EQ(*by_id["b3"][0]->value, R"({"a": 1})");
+  // Empty and NULL aggregate ids, and text payloads that are not (only) JSON: dead-lettered.
+  const auto dead = t.on(dlq);
+  std::set<std::string> dead_ids;
+  for (const auto& r : dead) {
+    EXPECT_EQ(r.header("walrelay.error.kind"), "mapping") << r.describe();
+    dead_ids.insert(r.header("id").substr(r.header("id").size() - 2));
+  }
+  EXPECT_EQ(dead_ids, (std::set<std::string>{"a7", "a8", "b1", "b2"})) << describe(dead);
+  // The upsert's UPDATE: no event, but a warning naming the table.
+  EXPECT_FALSE(
+      log_lines_about(*t.proc, std::regex("UPDATE of outbox table .*outbox_event publishes"))
+          .empty())
+      << t.proc->stderr_text();
+}
+
 const std::map<std::string, CaseFn>& cases() {
   static const std::map<std::string, CaseFn> all = {
-      {"BUG-01", bug01},   {"BUG-03", bug03}, {"BUG-04", bug04},   {"BUG-05", bug05},
-      {"BUG-07", bug07},   {"BUG-09", bug09}, {"BUG-10", bug10},   {"BUG-11", bug11},
-      {"BUG-12", bug12},   {"BUG-14", bug14}, {"BUG-15", bug15},   {"BUG-17", bug17},
-      {"BUG-18", bug18},   {"BUG-20", bug20}, {"BUG-22", bug22},   {"BUG-23", bug23},
-      {"BUG-24", bug24},   {"BUG-27", bug27}, {"CASE-01", case01}, {"CASE-05", case05},
-      {"CASE-06", case06},
+      {"BUG-01", bug01},   {"BUG-03", bug03},   {"BUG-04", bug04},   {"BUG-05", bug05},
+      {"BUG-07", bug07},   {"BUG-09", bug09},   {"BUG-10", bug10},   {"BUG-11", bug11},
+      {"BUG-12", bug12},   {"BUG-14", bug14},   {"BUG-15", bug15},   {"BUG-17", bug17},
+      {"BUG-18", bug18},   {"BUG-20", bug20},   {"BUG-22", bug22},   {"BUG-23", bug23},
+      {"BUG-24", bug24},   {"BUG-27", bug27},   {"CASE-01", case01}, {"CASE-05", case05},
+      {"CASE-06", case06}, {"CASE-09", case09},
   };
   return all;
 }
