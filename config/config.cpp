@@ -332,6 +332,7 @@ class Loader {
         {"heartbeat", [this](const YAML::Node& v, const std::string& p) { read_heartbeat(v, p); }},
         {"snapshot", [this](const YAML::Node& v, const std::string& p) { read_snapshot(v, p); }},
         {"log", [this](const YAML::Node& v, const std::string& p) { read_log(v, p); }},
+        {"metrics", [this](const YAML::Node& v, const std::string& p) { read_metrics(v, p); }},
     };
     std::set<std::string> seen;
     if (root.IsNull()) {
@@ -1098,6 +1099,27 @@ class Loader {
       }
       outbox.additional.push_back(AdditionalField{column, std::move(header)});
     }
+  }
+
+  void read_metrics(const YAML::Node& node, const std::string& path) {
+    const Field fields[] = {
+        {"listen",
+         [&](const YAML::Node& v, const std::string& p) {
+           auto s = scalar(v, p, "host:port or empty");
+           if (!s) return;
+           if (!s->empty() && s->rfind(':') == std::string::npos) {
+             error(p,
+                   "expected host:port (e.g. 127.0.0.1:9187) or \"\" for off, got " + quoted(*s));
+           } else {
+             config_.metrics.listen = std::move(*s);
+           }
+         }},
+        {"max_lag",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto d = duration(v, p)) config_.metrics.max_lag = *d;
+         }},
+    };
+    walk(node, path, fields);
   }
 
   void read_log(const YAML::Node& node, const std::string& path) {

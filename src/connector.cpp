@@ -126,6 +126,7 @@ ExitCode Connector::run() {
     spdlog::info("received signal {}: flushing and stopping", sig);
     finish(ExitCode::kOk);
   });
+  start_metrics();
   asio::post(io_, [this] { start_session(); });
   io_.run();
   return exit_code_.value_or(ExitCode::kRuntimeError);
@@ -218,6 +219,7 @@ void Connector::start_streaming() {
   // server that fails every session right after it starts must not be hammered.
   if (tracker_.flush_lsn() > best_flush_) best_flush_ = tracker_.flush_lsn();
   standby_logged_ = false;
+  standby_ = false;
   spdlog::info(
       "streaming: server {} (system {}, timeline {}), database {}, slot {} from "
       "confirmed_flush_lsn {}, server WAL at {}, topic prefix '{}', kafka {}",
@@ -484,6 +486,7 @@ void Connector::after_session(Outcome outcome, const std::string& reason) {
       finish(fatal_code_);
       return;
     case Outcome::kStandby:
+      standby_ = true;
       // Two instances must never both stream: wait until the holder lets the slot go (a crashed
       // holder keeps it "active" until wal_sender_timeout, shared/cases/README.md item 13).
       if (!standby_logged_) {
@@ -525,6 +528,7 @@ void Connector::end_session() {
   // session replays everything after the slot's confirmed position (at least once). Per
   // partition they still come before the replay, so no key's order changes.
   ++epoch_;
+  pending_commits_.clear();
   stale_in_flight_ += tracker_.in_flight_events();
   tracker_ = sink::AckTracker{};
   in_txn_ = false;
@@ -623,9 +627,10 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
       }
       tracker_.begin(c.next_lsn);
       in_txn_ = true;
-      router_->begin(
-          c.xid, c.lsn,
-          router::parse_commit_timestamp(c.timestamp).value_or(std::chrono::microseconds{0}));
+      const auto commit_time =
+          router::parse_commit_timestamp(c.timestamp).value_or(std::chrono::microseconds{0});
+      router_->begin(c.xid, c.lsn, commit_time);
+      note_commit_time(c.next_lsn, commit_time.count() / 1000);
       return;
     }
     case Action::kCommit:
@@ -811,6 +816,16 @@ void Connector::on_delivery(const sink::DeliveryReport& r) {
   const std::uint64_t seq = r.opaque & kSeqMask;
   const std::uint64_t epoch = (r.opaque >> 48) & kEpochMask;
   const bool dead_letter = (r.opaque & kDeadLetterBit) != 0;
+  if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    // What reached Kafka, whichever session published it (the metrics count records acknowledged).
+    auto it = published_by_topic_.find(r.topic);
+    if (it == published_by_topic_.end()) it = published_by_topic_.emplace(r.topic, 0).first;
+    ++it->second;
+    published_bytes_ += r.bytes;
+    last_ack_ = std::chrono::steady_clock::now();
+  } else if (!stopping_) {
+    ++delivery_errors_;
+  }
   if (epoch != (epoch_ & kEpochMask)) {
     // A report from an ended session: its transaction is replayed by the current one.
     if (stale_in_flight_ > 0) --stale_in_flight_;

@@ -5,6 +5,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "catalog.hpp"
 #include "exit_code.hpp"
 #include "heartbeat.hpp"
+#include "metrics/http_server.hpp"
 #include "repeated_error.hpp"
 #include "replication/replication_stream.hpp"
 #include "snapshot/incremental_snapshot.hpp"
@@ -152,6 +154,24 @@ class Connector {
   /// holds restart_lsn back, named once (connector_wal_retention.cpp).
   void poll_retained_wal();
   long long retained_wal_bytes_ = -1;
+
+  // Metrics and health (connector_metrics.cpp).
+  void start_metrics();
+  metrics::Response serve(const std::string& target);
+  std::string metrics_text();
+  /// Why /ready says no, or empty when ready.
+  std::string not_ready_reason();
+  /// Seconds since the commit of the oldest change not yet acknowledged (0 when none).
+  double lag_seconds();
+  /// Remembers a transaction's commit time until its end (`next_lsn`) is acknowledged.
+  void note_commit_time(Lsn next_lsn, std::int64_t commit_ts_ms);
+  std::unique_ptr<metrics::HttpServer> http_;
+  std::deque<std::pair<Lsn, std::int64_t>> pending_commits_;  // (next LSN, commit ms)
+  std::map<std::string, std::uint64_t, std::less<>> published_by_topic_;
+  std::uint64_t published_bytes_ = 0;
+  std::uint64_t delivery_errors_ = 0;
+  std::chrono::steady_clock::time_point last_ack_ = std::chrono::steady_clock::now();
+  bool standby_ = false;
   std::string restart_lsn_text_;
   std::string wal_holder_named_;
   /// Every source.confirm_interval: a standby status update when the acknowledged position moved.

@@ -58,8 +58,12 @@ start() {
     exit 1
   fi
   fetch_jars
+  # Tests start fast with C1 only and a small heap; benchmarks pass their own settings in
+  # WALRELAY_CONNECT_JVM_OPTS (e.g. "-Xmx2g -XX:+UseG1GC", the JVM's defaults otherwise).
+  local jvm_opts
+  read -r -a jvm_opts <<<"${WALRELAY_CONNECT_JVM_OPTS:--Xms64m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1}"
   local java_opts=(
-    -Xms64m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true
+    "${jvm_opts[@]}" -Djava.awt.headless=true
     # A +05:30 client time zone on purpose: the published values must not depend on it.
     -Duser.timezone=Asia/Kolkata
     -Dorg.slf4j.simpleLogger.defaultLogLevel="${WALRELAY_CONNECT_LOG_LEVEL:-warn}"

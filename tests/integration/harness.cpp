@@ -616,6 +616,9 @@ std::string WalrelayConfig::to_yaml() const {
   y += "log:\n";
   y += "  level: " + log_level + "\n";
   y += "  progress_interval: " + progress_interval + "\n";
+  if (extra_yaml.find("metrics:") == std::string::npos) {
+    y += "metrics:\n  listen: " + q(metrics_listen) + "\n";
+  }
   y += extra_yaml;
   return y;
 }

@@ -213,6 +213,8 @@ struct WalrelayConfig {
   std::string snapshot_mode = "never";
   /// More lines under `snapshot:` (e.g. "  chunk_size: 100\n").
   std::string snapshot_lines;
+  /// metrics.listen: a free port of its own by default (tests run in parallel); "" = off.
+  std::string metrics_listen = "127.0.0.1:0";
   /// Extra lines appended to the document as they are (e.g. another top-level section).
   std::string extra_yaml;
 

@@ -621,6 +621,7 @@ class CaseCorpusTest : public IntegrationTest, public ::testing::WithParamInterf
     // walrelay starts are not part of it (unless a case asks for a snapshot).
     y += "snapshot:\n  mode: " + snapshot_mode + "\n";
     y += "log:\n  level: info\n  progress_interval: 1s\n";
+    y += "metrics:\n  listen: \"127.0.0.1:0\"\n";
     for (const auto& l : top_lines) y += l + "\n";
     return y;
   }

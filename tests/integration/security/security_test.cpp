@@ -785,9 +785,13 @@ TEST_F(SecurityTest, UnquotedPasswordWithSpaceIsNeverPrinted) {
 
 // 3. While streaming (connected to PostgreSQL and Kafka), walrelay has no listening TCP socket,
 //    no bound unconnected UDP socket and no listening unix socket.
-TEST_F(SecurityTest, ListensOnNoSocket) {
+// With metrics.listen off, walrelay listens on nothing (the metrics endpoint's own listener is
+// checked in tests/integration/metrics_test.cpp: loopback only).
+TEST_F(SecurityTest, ListensOnNoSocketWithMetricsOff) {
   pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY, v text)");
-  WalrelayProcess proc(make_config({{table("t")}}).to_yaml());
+  auto cfg = make_config({{table("t")}});
+  cfg.metrics_listen = "";
+  WalrelayProcess proc(cfg.to_yaml());
   ASSERT_NO_THROW(start_streaming(proc, name_));
   pg_->commit({"INSERT INTO " + table("t") + " VALUES (1, 'x')"});
   ASSERT_EQ(kafka_->read_at_least({topic("t")}, 1).size(), 1u) << proc.logs();

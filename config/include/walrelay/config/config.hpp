@@ -199,6 +199,15 @@ struct SnapshotConfig {
   std::string signal_table_name;
 };
 
+/// The metrics and health endpoint (README "Metrics and health").
+struct MetricsConfig {
+  /// host:port to serve /metrics, /live and /ready on; empty = off. Port 0 = any free port.
+  std::string listen = "127.0.0.1:9187";
+  /// /ready turns false when the oldest unacknowledged change is older than this, or no
+  /// acknowledgement came for this long while events are in flight.
+  std::chrono::milliseconds max_lag{60'000};
+};
+
 struct LogConfig {
   std::string level = "info";  ///< spdlog level: trace, debug, info, warn, error, critical, off
   std::chrono::milliseconds progress_interval{5'000};  ///< period of the progress log line
@@ -219,6 +228,7 @@ struct Config {
   HeartbeatConfig heartbeat;
   SnapshotConfig snapshot;
   LogConfig log;
+  MetricsConfig metrics;
 };
 
 /// One problem in a configuration file: the dotted key path (`tables[1].outbox.payload`) and

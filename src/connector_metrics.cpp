@@ -1,0 +1,188 @@
+// The connector's metrics and health endpoint (issue "Operations"): Prometheus text exposition
+// (https://prometheus.io/docs/instrumenting/exposition_formats/), units in the names, served by
+// metrics::HttpServer on the connector's io_context. README "Metrics" lists every metric.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <ctime>
+
+#include "connector.hpp"
+
+namespace walrelay {
+
+namespace {
+
+double now_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// A label value escaped as the exposition format requires (backslash, quote, newline).
+std::string label(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+void metric(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  out += "# HELP ";
+  out += name;
+  out.push_back(' ');
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out.push_back(' ');
+  out += type;
+  out.push_back('\n');
+}
+
+template <typename T>
+void sample(std::string& out, std::string_view name, T value, std::string_view labels = {}) {
+  out += name;
+  if (!labels.empty()) {
+    out.push_back('{');
+    out += labels;
+    out.push_back('}');
+  }
+  out.push_back(' ');
+  out += fmt::format("{}", value);
+  out.push_back('\n');
+}
+
+}  // namespace
+
+void Connector::start_metrics() {
+  if (cfg_.metrics.listen.empty()) return;
+  http_ = std::make_unique<metrics::HttpServer>(
+      io_.get_executor(), [this](const std::string& target) { return serve(target); });
+  auto bound = http_->start(cfg_.metrics.listen);
+  if (!bound) {
+    // The data path matters more than its window: stream without the endpoint, loudly.
+    spdlog::error("metrics: {}; streaming without the metrics and health endpoint", bound.error());
+    http_.reset();
+    return;
+  }
+  const auto colon = cfg_.metrics.listen.rfind(':');
+  spdlog::info("metrics and health on http://{}:{}/metrics (/live, /ready)",
+               cfg_.metrics.listen.substr(0, colon), *bound);
+}
+
+void Connector::note_commit_time(Lsn next_lsn, std::int64_t commit_ts_ms) {
+  // Bounded by the in-flight limits: one entry per transaction with events not yet confirmed.
+  if (commit_ts_ms > 0) pending_commits_.emplace_back(next_lsn, commit_ts_ms);
+}
+
+double Connector::lag_seconds() {
+  const Lsn flush = tracker_.flush_lsn();
+  while (!pending_commits_.empty() && pending_commits_.front().first <= flush) {
+    pending_commits_.pop_front();
+  }
+  if (pending_commits_.empty() || !streaming_) return 0;
+  const double lag = now_seconds() - static_cast<double>(pending_commits_.front().second) / 1e3;
+  return lag > 0 ? lag : 0;
+}
+
+std::string Connector::not_ready_reason() {
+  if (stopping_) return "stopping";
+  if (standby_) return "standing by: the slot is held by another instance";
+  if (!streaming_) return "not streaming (connecting, taking a snapshot or reconnecting)";
+  const double lag = lag_seconds();
+  const double max_lag = std::chrono::duration<double>(cfg_.metrics.max_lag).count();
+  if (lag > max_lag) {
+    return fmt::format("lag {:.1f} s exceeds metrics.max_lag {:.1f} s", lag, max_lag);
+  }
+  if (tracker_.in_flight_events() > 0 &&
+      std::chrono::steady_clock::now() - last_ack_ > cfg_.metrics.max_lag) {
+    return "no acknowledgement from Kafka for longer than metrics.max_lag";
+  }
+  return {};
+}
+
+metrics::Response Connector::serve(const std::string& target) {
+  const std::string path = target.substr(0, target.find('?'));
+  if (path == "/live") return {200, "text/plain; charset=utf-8", "ok\n"};
+  if (path == "/ready") {
+    const std::string why = not_ready_reason();
+    if (why.empty()) return {200, "text/plain; charset=utf-8", "ready\n"};
+    return {503, "text/plain; charset=utf-8", "not ready: " + why + "\n"};
+  }
+  if (path == "/metrics") {
+    return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_text()};
+  }
+  return {404, "text/plain; charset=utf-8", "not found: /metrics, /live, /ready\n"};
+}
+
+std::string Connector::metrics_text() {
+  std::string out;
+  out.reserve(4096);
+  metric(out, "walrelay_build_info", "gauge", "walrelay's version (value 1)");
+  sample(out, "walrelay_build_info", 1, "version=\"" + label(WALRELAY_VERSION) + "\"");
+  metric(out, "walrelay_up", "gauge", "1 while the process runs");
+  sample(out, "walrelay_up", 1);
+  metric(out, "walrelay_streaming", "gauge", "1 while the slot streams");
+  sample(out, "walrelay_streaming", streaming_ ? 1 : 0);
+  metric(out, "walrelay_standby", "gauge", "1 while waiting for a slot another instance holds");
+  sample(out, "walrelay_standby", standby_ ? 1 : 0);
+  metric(out, "walrelay_events_published_total", "counter",
+         "records Kafka acknowledged, by topic (dead-letter records included)");
+  for (const auto& [topic, n] : published_by_topic_) {
+    sample(out, "walrelay_events_published_total", n, "topic=\"" + label(topic) + "\"");
+  }
+  metric(out, "walrelay_published_bytes_total", "counter",
+         "key + value bytes of the records Kafka acknowledged");
+  sample(out, "walrelay_published_bytes_total", published_bytes_);
+  metric(out, "walrelay_dead_lettered_total", "counter", "records sent to the dead-letter topic");
+  sample(out, "walrelay_dead_lettered_total", dead_lettered_mapping_, "reason=\"mapping\"");
+  sample(out, "walrelay_dead_lettered_total", dead_lettered_oversize_, "reason=\"oversize\"");
+  sample(out, "walrelay_dead_lettered_total", dead_lettered_delivery_, "reason=\"delivery\"");
+  metric(out, "walrelay_delivery_errors_total", "counter",
+         "delivery reports with an error that could not be retried");
+  sample(out, "walrelay_delivery_errors_total", delivery_errors_);
+  metric(out, "walrelay_flush_lsn", "gauge", "the acknowledged position walrelay confirms (LSN)");
+  sample(out, "walrelay_flush_lsn", tracker_.flush_lsn().value());
+  metric(out, "walrelay_received_lsn", "gauge", "the last WAL position received (LSN)");
+  sample(out, "walrelay_received_lsn", received_lsn_.value());
+  metric(out, "walrelay_server_wal_end_lsn", "gauge", "the server's WAL end in its last message");
+  sample(out, "walrelay_server_wal_end_lsn", server_wal_end_.value());
+  metric(out, "walrelay_replication_lag_bytes", "gauge",
+         "server WAL end minus the acknowledged position");
+  const Lsn flush = tracker_.flush_lsn();
+  sample(out, "walrelay_replication_lag_bytes",
+         server_wal_end_ > flush ? server_wal_end_.value() - flush.value() : 0);
+  metric(out, "walrelay_lag_seconds", "gauge",
+         "now minus the commit time of the oldest change not yet acknowledged (0: none pending)");
+  sample(out, "walrelay_lag_seconds", lag_seconds());
+  metric(out, "walrelay_in_flight_events", "gauge", "records handed to Kafka, not acknowledged");
+  sample(out, "walrelay_in_flight_events", tracker_.in_flight_events());
+  metric(out, "walrelay_in_flight_bytes", "gauge", "their key + value bytes");
+  sample(out, "walrelay_in_flight_bytes", tracker_.in_flight_bytes());
+  metric(out, "walrelay_backpressure_paused", "gauge", "1 while reading the slot is paused");
+  sample(out, "walrelay_backpressure_paused", stream_ && stream_->paused() ? 1 : 0);
+  metric(out, "walrelay_reconnects_total", "counter", "replication sessions retried");
+  sample(out, "walrelay_reconnects_total", reconnects_);
+  metric(out, "walrelay_slot_retained_wal_bytes", "gauge",
+         "WAL the server keeps for the slot, from its restart_lsn (polled; -1 unknown)");
+  sample(out, "walrelay_slot_retained_wal_bytes", retained_wal_bytes_);
+  metric(out, "walrelay_catalog_alarms_total", "counter",
+         "captured tables that stopped being fully decoded, entries that stopped matching");
+  sample(out, "walrelay_catalog_alarms_total", catalog_alarms_);
+  metric(out, "walrelay_outbox_updates_ignored_total", "counter",
+         "UPDATEs of outbox rows (not events)");
+  sample(out, "walrelay_outbox_updates_ignored_total",
+         router_ ? router_->outbox_updates_ignored() : 0);
+  metric(out, "walrelay_snapshot_running", "gauge",
+         "1 while an initial or incremental snapshot reads tables");
+  sample(out, "walrelay_snapshot_running",
+         (snapshotter_ != nullptr) || (incremental_ && incremental_->busy()) ? 1 : 0);
+  return out;
+}
+
+}  // namespace walrelay

@@ -1,0 +1,173 @@
+// The metrics and health endpoint (issue "Operations"): counters equal what reached Kafka, /ready
+// says no while standing by, and a hostile client cannot stall the stream.
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace walrelay::itest {
+namespace {
+
+struct HttpResult {
+  int status = 0;
+  std::string body;
+};
+
+int connect_local(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// One raw request; the whole response until the server closes.
+HttpResult http_raw(int port, const std::string& request) {
+  HttpResult r;
+  const int fd = connect_local(port);
+  if (fd < 0) return r;
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string all;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+    all.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  if (all.rfind("HTTP/1.1 ", 0) == 0) r.status = std::stoi(all.substr(9, 3));
+  if (const auto at = all.find("\r\n\r\n"); at != std::string::npos) r.body = all.substr(at + 4);
+  return r;
+}
+
+HttpResult http_get(int port, const std::string& path) {
+  return http_raw(port, "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n");
+}
+
+/// The port walrelay logged for its endpoint (metrics.listen 127.0.0.1:0 picks a free one).
+std::optional<int> metrics_port(WalrelayProcess& proc) {
+  if (!proc.wait_for_log("metrics and health on http://", 10s)) return std::nullopt;
+  std::smatch m;
+  const std::string log = proc.stderr_text();
+  if (!std::regex_search(log, m,
+                         std::regex(R"(metrics and health on http://127\.0\.0\.1:(\d+)/)"))) {
+    return std::nullopt;
+  }
+  return std::stoi(m[1]);
+}
+
+/// A sample's value from the exposition text (first match), or nullopt.
+std::optional<std::string> sample(const std::string& text, const std::string& name_and_labels) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name_and_labels + " ", 0) == 0) return line.substr(name_and_labels.size() + 1);
+  }
+  return std::nullopt;
+}
+
+class MetricsTest : public IntegrationTest {};
+
+TEST_F(MetricsTest, CountersMatchKafkaAndHealthFollowsTheSlot) {
+  pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY, v text)");
+  const auto cfg = make_config({{table("t")}});
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
+  EXPECT_EQ(http_get(*port, "/live").status, 200);
+  for (int i = 0; i < 25; ++i) {
+    pg_->exec("INSERT INTO " + table("t") + " VALUES (" + std::to_string(i) + ", 'x')");
+  }
+  pg_->exec("DELETE FROM " + table("t") + " WHERE id < 5");  // 5 deletes + 5 tombstones
+  const auto recs = kafka_->read_at_least({topic("t")}, 35);
+  ASSERT_EQ(recs.size(), 35u) << describe(recs);
+  // Counters equal what Kafka holds (acknowledgements arrive with the records, poll briefly).
+  const std::string series = "walrelay_events_published_total{topic=\"" + topic("t") + "\"}";
+  std::string text;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        text = http_get(*port, "/metrics").body;
+        return sample(text, series) == "35";
+      },
+      10s))
+      << text;
+  EXPECT_EQ(sample(text, "walrelay_streaming"), "1") << text;
+  EXPECT_EQ(sample(text, "walrelay_standby"), "0") << text;
+  EXPECT_EQ(sample(text, "walrelay_in_flight_events"), "0") << text;
+  EXPECT_EQ(sample(text, "walrelay_lag_seconds"), "0") << text;
+  EXPECT_NE(text.find("# TYPE walrelay_events_published_total counter"), std::string::npos);
+  const HttpResult ready = http_get(*port, "/ready");
+  EXPECT_EQ(ready.status, 200) << ready.body;
+  EXPECT_EQ(http_get(*port, "/nope").status, 404);
+
+  // A second instance on the same slot stands by: alive, not ready, standby 1.
+  WalrelayProcess second(cfg.to_yaml(), "walrelay (standby)");
+  second.start();
+  ASSERT_TRUE(second.wait_for_log("waiting as a hot standby", 30s)) << second.logs();
+  const auto port2 = metrics_port(second);
+  ASSERT_TRUE(port2) << second.logs();
+  EXPECT_EQ(http_get(*port2, "/live").status, 200);
+  const HttpResult not_ready = http_get(*port2, "/ready");
+  EXPECT_EQ(not_ready.status, 503);
+  EXPECT_NE(not_ready.body.find("standing by"), std::string::npos) << not_ready.body;
+  EXPECT_EQ(sample(http_get(*port2, "/metrics").body, "walrelay_standby"), "1");
+  EXPECT_EQ(second.stop(), 0) << second.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+}
+
+TEST_F(MetricsTest, AHostileClientCannotStallTheStream) {
+  pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY, v text)");
+  WalrelayProcess proc(make_config({{table("t")}}).to_yaml());
+  start_streaming(proc, name_);
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
+  // Oversized headers: refused (431) without reading on; garbage: closed.
+  const HttpResult big = http_raw(
+      *port, "GET /metrics HTTP/1.1\r\nX-Big: " + std::string(64 * 1024, 'a') + "\r\n\r\n");
+  EXPECT_TRUE(big.status == 431 || big.status == 0) << big.status;
+  EXPECT_EQ(http_raw(*port, "\x16\x03\x01 not http at all\r\n\r\n").status, 0);
+  // 300 idle connections that never send a request, held open while rows stream.
+  std::vector<int> idle;
+  for (int i = 0; i < 300; ++i) {
+    const int fd = connect_local(*port);
+    if (fd >= 0) idle.push_back(fd);
+  }
+  for (int i = 0; i < 200; ++i) {
+    pg_->exec("INSERT INTO " + table("t") + " VALUES (" + std::to_string(i) + ", 'x')");
+  }
+  const auto recs = kafka_->read_at_least({topic("t")}, 200);
+  EXPECT_EQ(recs.size(), 200u) << "the stream stalled behind idle HTTP clients";
+  EXPECT_TRUE(proc.running()) << proc.logs();
+  for (int fd : idle) ::close(fd);
+  // Once they are gone (or timed out) the endpoint answers again.
+  EXPECT_TRUE(wait_until([&] { return http_get(*port, "/live").status == 200; }, 15s));
+  // The listener is on loopback only (127.0.0.1 as configured).
+  const std::string tcp = [] {
+    std::ifstream in("/proc/net/tcp");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  char hex_port[8];
+  std::snprintf(hex_port, sizeof hex_port, "%04X", *port);
+  EXPECT_NE(tcp.find("0100007F:" + std::string(hex_port)), std::string::npos);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+}
+
+}  // namespace
+}  // namespace walrelay::itest
