@@ -549,6 +549,22 @@ TEST(ConfigEvents, ValueErrors) {
   EXPECT_EQ(reason_for(load(with("", "events: [a]\n")), "events"), "expected a map, got a list");
 }
 
+TEST(ConfigMetrics, ListenAndMaxLag) {
+  const auto defaults = load_ok(with("", ""));
+  EXPECT_EQ(defaults.metrics.listen, "127.0.0.1:9187");
+  EXPECT_EQ(defaults.metrics.max_lag, std::chrono::seconds(60));
+  const auto set = load_ok(with("", "metrics: {listen: \"0.0.0.0:9999\", max_lag: 5s}\n"));
+  EXPECT_EQ(set.metrics.listen, "0.0.0.0:9999");
+  EXPECT_EQ(set.metrics.max_lag, std::chrono::seconds(5));
+  EXPECT_EQ(load_ok(with("", "metrics: {listen: \"\"}\n")).metrics.listen, "");
+  EXPECT_EQ(keys_of(load(with("", "metrics: {listen: nine}\n"))),
+            std::vector<std::string>{"metrics.listen"});
+  EXPECT_EQ(keys_of(load(with("", "metrics: {max_lag: soon}\n"))),
+            std::vector<std::string>{"metrics.max_lag"});
+  EXPECT_EQ(keys_of(load(with("", "metrics: {port: 1}\n"))),
+            std::vector<std::string>{"metrics.port"});
+}
+
 TEST(ConfigEvents, DecimalHandlingIsDebeziumOnly) {
   EXPECT_EQ(load_ok(with("", "events: {value_format: debezium, decimal_handling: string}\n"))
                 .events.decimal_handling,
