@@ -8,6 +8,7 @@
 #include "check.hpp"
 #include "connector.hpp"
 #include "exit_code.hpp"
+#include "metrics/probe.hpp"
 #include "snapshot/send_signal.hpp"
 #include "walrelay/config/config.hpp"
 
@@ -48,12 +49,29 @@ int main(int argc, char** argv) {
   snapshot->add_option("-t,--table", snapshot_tables, "schema.table (repeatable)");
   bool snapshot_stop = false;
   snapshot->add_flag("--stop", snapshot_stop, "stop the snapshot of the tables (all when none)");
+  auto* health = app.add_subcommand(
+      "health",
+      "probe a running walrelay's /ready (or --path) endpoint: exit 0 when it answers 200");
+  std::string health_address = "127.0.0.1:9187";
+  std::string health_path = "/ready";
+  health->add_option("--address", health_address, "host:port of metrics.listen");
+  health->add_option("--path", health_path, "/ready (default) or /live");
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : static_cast<int>(ExitCode::kConfigError);
+  }
+
+  if (*health) {
+    // No configuration needed: an image's HEALTHCHECK or a probe runs just this.
+    std::string body;
+    const int status =
+        walrelay::metrics::probe(health_address, health_path, std::chrono::seconds(3), body);
+    std::cout << (status == 0 ? std::string("no answer from ") + health_address + "\n"
+                              : std::to_string(status) + " " + body);
+    return status == 200 ? 0 : 1;
   }
 
   auto logger = spdlog::stderr_color_mt("walrelay");

@@ -128,6 +128,14 @@ TEST_F(MetricsTest, CountersMatchKafkaAndHealthFollowsTheSlot) {
   EXPECT_EQ(not_ready.status, 503);
   EXPECT_NE(not_ready.body.find("standing by"), std::string::npos) << not_ready.body;
   EXPECT_EQ(sample(http_get(*port2, "/metrics").body, "walrelay_standby"), "1");
+  // `walrelay health` (the image's HEALTHCHECK): 0 for the ready instance, 1 for the standby.
+  const auto health = [](int p) {
+    WalrelayProcess probe("name: unused\n", "walrelay health");
+    probe.start({"health", "--address", "127.0.0.1:" + std::to_string(p)});
+    return probe.wait_exit();
+  };
+  EXPECT_EQ(health(*port), 0);
+  EXPECT_EQ(health(*port2), 1);
   EXPECT_EQ(second.stop(), 0) << second.logs();
   ASSERT_TRUE(stop_gracefully(proc, name_));
 }
