@@ -9,6 +9,7 @@
 #include "connector.hpp"
 #include "exit_code.hpp"
 #include "metrics/probe.hpp"
+#include "slot_command.hpp"
 #include "snapshot/send_signal.hpp"
 #include "walrelay/config/config.hpp"
 
@@ -49,6 +50,14 @@ int main(int argc, char** argv) {
   snapshot->add_option("-t,--table", snapshot_tables, "schema.table (repeatable)");
   bool snapshot_stop = false;
   snapshot->add_flag("--stop", snapshot_stop, "stop the snapshot of the tables (all when none)");
+  auto* slot = app.add_subcommand("slot", "the configured replication slot: status, create, drop");
+  std::string slot_action;
+  bool slot_json = false;
+  bool slot_yes = false;
+  slot->add_option("action", slot_action, "status | create | drop")->required();
+  slot->add_option("-c,--config", config_path, "configuration file (YAML)")->required();
+  slot->add_flag("--json", slot_json, "one JSON object instead of a table");
+  slot->add_flag("--yes", slot_yes, "confirm drop");
   auto* health = app.add_subcommand(
       "health",
       "probe a running walrelay's /ready (or --path) endpoint: exit 0 when it answers 200");
@@ -83,6 +92,10 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(cfg->log.level));
 
   if (*check) return static_cast<int>(walrelay::run_check(*cfg, std::cout));
+  if (*slot) {
+    return static_cast<int>(
+        walrelay::run_slot_command(*cfg, slot_action, slot_json, slot_yes, std::cout));
+  }
   if (*snapshot) {
     walrelay::snapshot::Signal signal;
     signal.kind = snapshot_stop ? walrelay::snapshot::Signal::Kind::kStop

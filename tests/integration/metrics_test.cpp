@@ -177,5 +177,29 @@ TEST_F(MetricsTest, AHostileClientCannotStallTheStream) {
   ASSERT_TRUE(stop_gracefully(proc, name_));
 }
 
+// `walrelay slot status|drop` on a live slot: the server's view and walrelay's record side by side;
+// drop refuses without --yes.
+TEST_F(MetricsTest, SlotCommandShowsTheLiveSlot) {
+  pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY)");
+  const auto cfg = make_config({{table("t")}});
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  pg_->exec("INSERT INTO " + table("t") + " VALUES (1)");
+  ASSERT_EQ(kafka_->read_at_least({topic("t")}, 1).size(), 1u);
+  WalrelayProcess status(cfg.to_yaml(), "walrelay slot status");
+  status.start({"slot", "status", "--json", "--config", proc.config_path().string()});
+  ASSERT_EQ(status.wait_exit(), 0) << status.logs();
+  const std::string out = status.stdout_text();
+  EXPECT_NE(out.find("\"slot\":\"" + name_ + "\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"active\":\"true\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"plugin\":\"wal2json\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"record_confirmed\":"), std::string::npos) << out;
+  WalrelayProcess drop(cfg.to_yaml(), "walrelay slot drop");
+  drop.start({"slot", "drop", "--config", proc.config_path().string()});
+  EXPECT_EQ(drop.wait_exit(), 2) << drop.logs();
+  EXPECT_TRUE(slot_state(*pg_, name_).has_value());
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+}
+
 }  // namespace
 }  // namespace walrelay::itest

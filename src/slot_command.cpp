@@ -1,0 +1,128 @@
+#include "slot_command.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <map>
+
+#include "replication/replication_stream.hpp"
+#include "state_store.hpp"
+#include "walrelay/core/json.hpp"
+
+namespace walrelay {
+
+namespace {
+
+using Fields = std::vector<std::pair<std::string, std::string>>;  // printed in order
+
+void print(std::ostream& out, const Fields& f, bool json) {
+  if (json) {
+    std::string s = "{";
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      if (i > 0) s.push_back(',');
+      json::append_string(s, f[i].first);
+      s.push_back(':');
+      json::append_string(s, f[i].second);
+    }
+    s += "}\n";
+    out << s;
+    return;
+  }
+  std::size_t width = 0;
+  for (const auto& [k, v] : f) width = std::max(width, k.size());
+  for (const auto& [k, v] : f) out << k << std::string(width - k.size() + 2, ' ') << v << "\n";
+}
+
+}  // namespace
+
+ExitCode run_slot_command(const config::Config& cfg, const std::string& action, bool json, bool yes,
+                          std::ostream& out) {
+  if (action != "status" && action != "create" && action != "drop") {
+    out << "walrelay slot: expected status, create or drop, got '" << action << "'\n";
+    return ExitCode::kConfigError;
+  }
+  if (action == "drop" && !yes) {
+    out << "walrelay slot drop: dropping slot " << cfg.source.slot
+        << " loses every change it still holds for walrelay; add --yes to do it\n";
+    return ExitCode::kConfigError;
+  }
+  boost::asio::io_context io;
+  replication::ReplicationStream stream(io.get_executor(), cfg.source.conninfo,
+                                        "walrelay-slot-" + cfg.name);
+  auto sys = stream.connect();
+  if (!sys) {
+    out << "walrelay slot: " << sys.error() << "\n";
+    return ExitCode::kRuntimeError;
+  }
+  const std::string& slot = cfg.source.slot;
+  const std::string lit = replication::quote_literal(slot);
+  Fields f = {{"slot", slot}, {"database", sys->dbname}, {"system", sys->system_id}};
+  if (action == "create") {
+    auto found = stream.find_slot(slot);
+    if (found && *found) {
+      out << "walrelay slot create: slot " << slot << " exists already\n";
+      return ExitCode::kRuntimeError;
+    }
+    auto created = stream.create_slot(slot, "wal2json", "nothing");
+    if (!created) {
+      out << "walrelay slot create: " << created.error() << "\n";
+      return ExitCode::kRuntimeError;
+    }
+    f.emplace_back("created", "plugin wal2json, consistent point " + created->first.to_string());
+    print(out, f, json);
+    return ExitCode::kOk;
+  }
+  if (action == "drop") {
+    auto dropped = stream.query("SELECT pg_catalog.pg_drop_replication_slot(" + lit + ")");
+    if (!dropped) {
+      out << "walrelay slot drop: " << dropped.error() << "\n";
+      return ExitCode::kRuntimeError;
+    }
+    f.emplace_back("dropped", "yes");
+    print(out, f, json);
+    return ExitCode::kOk;
+  }
+  auto rows = stream.query(
+      "SELECT plugin, slot_type, active::text, coalesce(active_pid::text, ''), "
+      "confirmed_flush_lsn::text, restart_lsn::text, coalesce(wal_status, ''), "
+      "pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), restart_lsn)::bigint::text, "
+      "pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), confirmed_flush_lsn)::bigint"
+      "::text, coalesce(safe_wal_size::text, '') "
+      "FROM pg_catalog.pg_replication_slots WHERE slot_name = " +
+      lit);
+  if (!rows) {
+    out << "walrelay slot status: " << rows.error() << "\n";
+    return ExitCode::kRuntimeError;
+  }
+  if (rows->empty()) {
+    f.emplace_back("exists", "no");
+  } else {
+    const auto& r = (*rows)[0];
+    const auto v = [&](std::size_t i) { return r[i].value_or(""); };
+    f.insert(f.end(), {{"exists", "yes"},
+                       {"plugin", v(0)},
+                       {"type", v(1)},
+                       {"active", v(2)},
+                       {"active_pid", v(3)},
+                       {"confirmed_flush_lsn", v(4)},
+                       {"restart_lsn", v(5)},
+                       {"wal_status", v(6)},
+                       {"retained_wal_bytes", v(7)},
+                       {"unconfirmed_wal_bytes", v(8)},
+                       {"safe_wal_size", v(9)}});
+  }
+  const StateStore store(
+      cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir, slot);
+  auto record = store.load();
+  if (!record) {
+    f.emplace_back("record", "unreadable: " + record.error());
+  } else if (!*record) {
+    f.emplace_back("record", "none (" + store.path() + ")");
+  } else {
+    f.emplace_back("record", store.path());
+    f.emplace_back("record_system", (*record)->system_id);
+    f.emplace_back("record_confirmed", (*record)->confirmed.to_string());
+  }
+  print(out, f, json);
+  return ExitCode::kOk;
+}
+
+}  // namespace walrelay

@@ -1,0 +1,21 @@
+#pragma once
+// `walrelay slot status|create|drop --config FILE [--json] [--yes]` (issue "Operations"): look at
+// or manage the configured replication slot from a shell, with walrelay's own slot record beside
+// the server's view.
+
+#include <ostream>
+#include <string>
+
+#include "exit_code.hpp"
+#include "walrelay/config/config.hpp"
+
+namespace walrelay {
+
+/// Runs `action` ("status", "create" or "drop") for cfg.source.slot and prints to `out` (a table,
+/// or one JSON object with `json`). `drop` refuses without `yes`. Returns kOk, kRuntimeError
+/// (connection or server error, slot missing for drop, active slot for drop) or kConfigError
+/// (unknown action, drop without --yes).
+ExitCode run_slot_command(const config::Config& cfg, const std::string& action, bool json, bool yes,
+                          std::ostream& out);
+
+}  // namespace walrelay
