@@ -8,6 +8,7 @@
 #include "check.hpp"
 #include "connector.hpp"
 #include "exit_code.hpp"
+#include "json_log_formatter.hpp"
 #include "metrics/probe.hpp"
 #include "slot_command.hpp"
 #include "snapshot/send_signal.hpp"
@@ -36,6 +37,9 @@ int main(int argc, char** argv) {
   CLI::App app{"walrelay: PostgreSQL logical replication (wal2json) to Kafka, at least once"};
   app.set_version_flag("--version", std::string("walrelay ") + WALRELAY_VERSION);
   app.require_subcommand(1);
+  std::string log_format = "text";
+  app.add_option("--log-format", log_format, "text (default) or json: one JSON object a line")
+      ->check(CLI::IsMember({"text", "json"}));
 
   std::string config_path;
   auto* run = app.add_subcommand("run", "stream the slot to Kafka until SIGINT/SIGTERM");
@@ -84,7 +88,11 @@ int main(int argc, char** argv) {
   }
 
   auto logger = spdlog::stderr_color_mt("walrelay");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  if (log_format == "json") {
+    logger->set_formatter(std::make_unique<walrelay::JsonLogFormatter>());
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  }
   spdlog::set_default_logger(logger);
 
   auto cfg = load_or_report(config_path);

@@ -201,5 +201,28 @@ TEST_F(MetricsTest, SlotCommandShowsTheLiveSlot) {
   ASSERT_TRUE(stop_gracefully(proc, name_));
 }
 
+// --log-format json: every line one JSON object, secrets redacted as in the text format.
+TEST_F(MetricsTest, JsonLogLinesAreObjectsWithoutSecrets) {
+  pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY)");
+  auto cfg = make_config({{table("t")}});
+  cfg.conninfo += " password=s3cr3t-json-pw";  // trust auth here: any password connects
+  WalrelayProcess proc(cfg.to_yaml());
+  proc.start({"--log-format", "json", "run", "--config", proc.config_path().string()});
+  ASSERT_TRUE(proc.wait_for_log("streaming: server", 30s)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  std::istringstream in(proc.stderr_text());
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line.find("harness:") != std::string::npos) continue;
+    ++lines;
+    EXPECT_EQ(line.rfind("{\"ts\":\"", 0), 0u) << line;
+    EXPECT_EQ(line.back(), '}') << line;
+    EXPECT_NE(line.find("\"level\":\""), std::string::npos) << line;
+    EXPECT_TRUE(json_equal(line, line)) << "not JSON: " << line;
+  }
+  EXPECT_GT(lines, 3);
+  EXPECT_EQ(proc.stderr_text().find("s3cr3t-json-pw"), std::string::npos) << proc.logs();
+}
+
 }  // namespace
 }  // namespace walrelay::itest
