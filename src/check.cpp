@@ -1,8 +1,11 @@
 #include "check.hpp"
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
+#include <map>
 #include <set>
 
+#include "catalog.hpp"
 #include "replication/replication_stream.hpp"
 #include "source_encoding.hpp"
 #include "state_store.hpp"
@@ -31,18 +34,28 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
     out << "  FAIL " << matched.error() << "\n";
     return false;
   }
-  const router::TypeRegistry types;
+  // The same catalog and router `run` uses, so check and run judge tables alike.
+  router::TypeRegistry types;
+  Catalog catalog(cfg.source.conninfo, "walrelay-check-catalog-" + cfg.name, types);
+  const bool have_catalog = static_cast<bool>(catalog.connect());
   router::EventRouter router(
-      router::RouterSettings{cfg.name, cfg.topics.prefix, database, "", cfg.events}, cfg, nullptr,
-      types);
+      router::RouterSettings{cfg.name, cfg.topics.prefix, database, "", cfg.events}, cfg,
+      have_catalog ? &catalog : nullptr, types);
   bool ok = true;
+  std::map<std::string, std::string> topics;  // Kafka's view of a topic name → table
   out << "tables: " << matched->size() << " matched\n";
   for (const MatchedTable& t : *matched) {
-    out << "  " << t.schema << "." << t.table;
+    const std::string qualified = t.schema + "." + t.table;
+    out << "  " << qualified;
     switch (router.role_of(t.schema, t.table)) {
       case router::TableRole::kOutbox: {
         const auto& ob = cfg.tables[t.entry].outbox;
-        out << ": outbox, topic " << (ob ? ob->topic : std::string("?")) << "\n";
+        out << ": outbox, topic " << (ob ? ob->topic : std::string("?"));
+        if (auto missing = router.missing_outbox_columns(t.schema, t.table); !missing.empty()) {
+          out << "  FAIL: no column " << join(missing) << " (run exits 2)";
+          ok = false;
+        }
+        out << "\n";
         continue;
       }
       case router::TableRole::kIgnored:
@@ -60,8 +73,18 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
       continue;
     }
     const auto key = event_key_columns(t, cfg);
-    out << " -> " << router.topic_of(t.schema, t.table) << ", key "
+    const std::string topic = router.topic_of(t.schema, t.table);
+    out << " -> " << topic << ", key "
         << (key.empty() ? std::string("none (null keys)") : "(" + join(key) + ")");
+    std::string clash = topic;  // Kafka treats '.' and '_' alike in topic names
+    std::replace(clash.begin(), clash.end(), '.', '_');
+    if (auto [it, inserted] = topics.emplace(clash, qualified); !inserted) {
+      out << "  FAIL: the same topic as " << it->second << " (run exits 2)";
+      ok = false;
+    } else if (topic.size() > 249) {
+      out << "  FAIL: topic longer than Kafka's 249 characters (run exits 2)";
+      ok = false;
+    }
     if (t.partitioned) out << ", partitioned (" << cfg.events.partitions << " topics)";
     if (t.replica_identity == 'n' || (t.replica_identity == 'd' && !t.has_primary_key) ||
         (t.replica_identity == 'i' && t.replica_identity_key.empty())) {
@@ -107,6 +130,27 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
     const std::string level =
         wal_level && !wal_level->empty() ? (*wal_level)[0][0].value_or("") : "?";
     out << "  wal_level " << level << (level == "logical" ? "" : "  FAIL: needs logical") << "\n";
+    // The walsender drops a client silent for wal_sender_timeout: status updates must come
+    // sooner. max_slot_wal_keep_size -1 lets a stalled slot fill the primary's disk.
+    auto settings = stream.query(
+        "SELECT (SELECT setting::bigint * CASE unit WHEN 's' THEN 1000 ELSE 1 END FROM "
+        "pg_catalog.pg_settings WHERE name = 'wal_sender_timeout'), "
+        "current_setting('max_slot_wal_keep_size')");
+    if (settings && !settings->empty()) {
+      const auto& r = (*settings)[0];
+      const long long timeout_ms = r[0] ? std::stoll(*r[0]) : 0;
+      out << "  wal_sender_timeout " << timeout_ms << " ms";
+      if (timeout_ms > 0 && cfg.source.status_interval.count() >= timeout_ms) {
+        out << "  WARN: source.status_interval (" << cfg.source.status_interval.count()
+            << " ms) must be shorter, or the server drops walrelay between status updates";
+      }
+      out << "\n  max_slot_wal_keep_size " << r[1].value_or("?");
+      if (r[1].value_or("") == "-1") {
+        out << "  (unlimited: a stalled slot keeps WAL until the primary's disk is full; watch "
+               "walrelay_slot_retained_wal_bytes)";
+      }
+      out << "\n";
+    }
     ok = ok && level == "logical";
     // The same decision `run` makes before streaming (README "Database encoding").
     auto shown = stream.query("SHOW server_encoding");

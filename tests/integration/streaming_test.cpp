@@ -497,6 +497,22 @@ TEST_F(StreamingTest, CheckListsTablesWithTopicsAndKeys) {
       << out;
   // Nothing was created by a check.
   EXPECT_FALSE(slot_state(*pg_, name_).has_value());
+
+  // What `run` refuses, `check` fails on too: an outbox table without a configured column, and
+  // two tables on one topic (Kafka treats '.' and '_' alike).
+  pg_->exec("CREATE TABLE " + table("ob") +
+            " (id uuid PRIMARY KEY, aggregateid text, "
+            "aggregatetype text)");
+  pg_->exec("CREATE TABLE " + table("a_b") + " (id int PRIMARY KEY)");
+  pg_->exec("CREATE TABLE \"" + name_ + "\".\"a.b\" (id int PRIMARY KEY)");
+  auto bad = make_config({{table("ob"), {"topic: \"x.{aggregate_type}\""}}, {table("a*")}});
+  WalrelayProcess failing(bad.to_yaml(), "walrelay check (bad)");
+  failing.start({"check", "--config", failing.config_path().string()});
+  EXPECT_EQ(failing.wait_exit(), 1) << failing.logs();
+  const std::string bad_out = failing.stdout_text();
+  EXPECT_NE(bad_out.find("FAIL: no column payload"), std::string::npos) << bad_out;
+  EXPECT_NE(bad_out.find("FAIL: the same topic as"), std::string::npos) << bad_out;
+  EXPECT_NE(bad_out.find("check: FAILED"), std::string::npos) << bad_out;
 }
 
 }  // namespace
