@@ -313,6 +313,12 @@ void KafkaProducer::on_error(rd_kafka_t* rk, int err, const char* reason, void* 
   // Other errors are informational: librdkafka recovers by itself (brokers down, timeouts). They
   // repeat on every reconnect attempt during an outage: the same text at most every 30 s.
   std::string text = self->redactor_.redact(reason);
+  if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
+    // Credentials or the SASL/TLS setup are wrong: retrying cannot help, a person must act.
+    self->on_fatal_(std::string(rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err))) + ": " +
+                    text);
+    return;
+  }
   const auto now = std::chrono::steady_clock::now();
   if (text == self->last_error_ && now - self->last_error_at_ < std::chrono::seconds(30)) return;
   self->last_error_ = text;

@@ -578,6 +578,14 @@ void Connector::on_producer_fatal(const std::string& reason) {
   // Called from inside the producer's poll: act after it returns.
   asio::post(io_, [this, reason] {
     if (stopping_ || producer_broken_) return;
+    if (reason.starts_with("_AUTHENTICATION")) {
+      spdlog::error(
+          "Kafka refused walrelay's credentials: {}. Retrying cannot fix this: check the sasl.* "
+          "and ssl.* settings under kafka.properties",
+          reason);
+      finish(ExitCode::kKafkaAuthFailed);
+      return;
+    }
     producer_broken_ = true;
     if (snapshotter_) {
       // The snapshot resumes from its last acknowledged chunk in the next session.

@@ -13,6 +13,7 @@ enum class ExitCode : int {
                              ///< failover past the fork point); needs source.allow_slot_reset
   kRepeatedServerError = 6,  ///< the server failed the same way at the same LSN
                              ///< source.max_repeated_errors times (e.g. an undecodable change)
+  kKafkaAuthFailed = 7,      ///< Kafka refused walrelay's credentials (SASL/TLS authentication)
 };
 
 }  // namespace walrelay

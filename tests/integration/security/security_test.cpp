@@ -731,6 +731,27 @@ TEST_F(SecurityTest, KafkaLogLinesNeverQuoteSaslValues) {
   check_kafka_variants(variants, base, /*expect_refused=*/false);
 }
 
+// Kafka refusing walrelay's credentials (here: SASL against a broker that has none) is not
+// retried for ever: exit 7 with a message that says what to fix, secrets redacted.
+TEST_F(SecurityTest, KafkaAuthenticationFailureStopsWithExit7) {
+  pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY)");
+  auto cfg = make_config({{table("t")}});
+  cfg.extra_yaml = "kafka:\n  bootstrap_servers: " + env_.kafka_bootstrap +
+                   "\n  properties: {security.protocol: SASL_PLAINTEXT, sasl.mechanism: PLAIN, "
+                   "sasl.username: walrelay-user, sasl.password: Sasl-S3cret-Value}\n";
+  std::string yaml = cfg.to_yaml();
+  // The harness wrote its own kafka section first: keep only the test's.
+  const auto first = yaml.find("kafka:\n");
+  const auto next = yaml.find("\ntopics:", first);
+  yaml.erase(first, next + 1 - first);
+  WalrelayProcess proc(yaml);
+  proc.start();
+  EXPECT_EQ(proc.wait_exit(60s), 7) << proc.logs();
+  EXPECT_NE(proc.stderr_text().find("Kafka refused walrelay's credentials"), std::string::npos)
+      << proc.logs();
+  EXPECT_EQ(proc.stderr_text().find("Sasl-S3cret-Value"), std::string::npos) << proc.logs();
+}
+
 // 2f. A URI whose password holds an unencoded `%` is malformed for libpq, whose parse error
 //     quotes the whole token ("invalid percent-encoded token: \"...\""): walrelay must not pass
 //     that quote on.
