@@ -113,6 +113,9 @@ KafkaProducer::KafkaProducer(asio::any_io_executor executor, const config::Kafka
   // librdkafka's threads: the spdlog logger is thread-safe and the redactor immutable.
   rd_kafka_conf_set_log_cb(
       conf, [](const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+        // A broker connection failure ("FAIL") also reaches error_cb (on_error), which logs it
+        // once, rate-limited: not twice.
+        if (std::string_view(fac) == "FAIL") return;
         log_redacted(static_cast<const KafkaProducer*>(rd_kafka_opaque(rk))->redactor_, level, fac,
                      buf);
       });
