@@ -366,7 +366,9 @@ constexpr std::int64_t kMicrosPerDay = 86'400 * kMicrosPerSecond;
 bool parse_date_part(std::string_view& s, std::int64_t& year, unsigned& month, unsigned& day) {
   std::size_t i = 0;
   while (i < s.size() && is_digit(s[i])) ++i;
-  if (i < 4 || i + 6 > s.size() || s[i] != '-' || s[i + 3] != '-') return false;
+  // PostgreSQL's dates end in 5874897 AD (7 digits): a longer year is not PostgreSQL output, and
+  // days_from_civil's arithmetic must not overflow on it (found by the decoder fuzzer).
+  if (i < 4 || i > 7 || i + 6 > s.size() || s[i] != '-' || s[i + 3] != '-') return false;
   std::int64_t m = 0;
   std::int64_t d = 0;
   if (!parse_uint(s.substr(0, i), year) || !parse_uint(s.substr(i + 1, 2), m) ||

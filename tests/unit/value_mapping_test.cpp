@@ -517,6 +517,14 @@ TEST_F(ValueMapping, TimetzDebeziumIsZonedTimeInUtc) {
 // ------------------------------------------------------------------------------------------------
 // timestamp / timestamptz (BUG-03)
 
+TEST_F(ValueMapping, AYearLongerThanPostgresWritesIsAnErrorNotAnOverflow) {
+  // Found by the decoder fuzzer (tests/fuzz/crashes/decoder/timestamp-year-overflow.json).
+  EXPECT_TRUE(is_error(map("\"211111111111111024-01-01 00:00:00+00\"", oid::kTimestamptz)));
+  EXPECT_TRUE(is_error(dbz("\"211111111111111024-01-01 00:00:00\"", oid::kTimestamp)));
+  EXPECT_TRUE(is_error(dbz("\"21111111111-01-01\"", oid::kDate)));
+  EXPECT_FALSE(is_error(dbz("\"5874897-12-31\"", oid::kDate)));  // PostgreSQL's last date
+}
+
 TEST_F(ValueMapping, TimestampNativeIsIso8601) {
   EXPECT_EQ(map("\"2024-03-10 06:30:00\"", oid::kTimestamp), "\"2024-03-10T06:30:00\"");
   EXPECT_EQ(map("\"2024-03-10 06:30:00.12\"", oid::kTimestamp), "\"2024-03-10T06:30:00.12\"");
