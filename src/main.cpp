@@ -12,6 +12,7 @@
 #include "metrics/probe.hpp"
 #include "slot_command.hpp"
 #include "snapshot/send_signal.hpp"
+#include "tail_command.hpp"
 #include "walrelay/config/config.hpp"
 
 namespace {
@@ -62,6 +63,15 @@ int main(int argc, char** argv) {
   slot->add_option("-c,--config", config_path, "configuration file (YAML)")->required();
   slot->add_flag("--json", slot_json, "one JSON object instead of a table");
   slot->add_flag("--yes", slot_yes, "confirm drop");
+  auto* tail = app.add_subcommand(
+      "tail", "print the records walrelay would publish, as JSON lines, without Kafka");
+  tail->add_option("-c,--config", config_path, "configuration file (YAML)")->required();
+  bool tail_from_slot = false;
+  std::size_t tail_max = 0;
+  tail->add_flag("--from-slot", tail_from_slot,
+                 "read the configured slot's pending changes (never confirmed) instead of a "
+                 "temporary slot's new ones");
+  tail->add_option("--max", tail_max, "stop after this many records (0: until interrupted)");
   auto* health = app.add_subcommand(
       "health",
       "probe a running walrelay's /ready (or --path) endpoint: exit 0 when it answers 200");
@@ -100,6 +110,9 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(cfg->log.level));
 
   if (*check) return static_cast<int>(walrelay::run_check(*cfg, std::cout));
+  if (*tail) {
+    return static_cast<int>(walrelay::run_tail(*cfg, tail_from_slot, tail_max, std::cout));
+  }
   if (*slot) {
     return static_cast<int>(
         walrelay::run_slot_command(*cfg, slot_action, slot_json, slot_yes, std::cout));

@@ -201,6 +201,39 @@ TEST_F(MetricsTest, SlotCommandShowsTheLiveSlot) {
   ASSERT_TRUE(stop_gracefully(proc, name_));
 }
 
+// `walrelay tail`: what Kafka would receive for a few statements, as JSON lines, without Kafka
+// and without touching the configured slot; --from-slot refuses an active slot.
+TEST_F(MetricsTest, TailPrintsTheRecordsWithoutKafka) {
+  pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY, v text)");
+  const auto cfg = make_config({{table("t")}});
+  WalrelayProcess tail(cfg.to_yaml(), "walrelay tail");
+  tail.start({"tail", "--max", "3", "--config", tail.config_path().string()});
+  ASSERT_TRUE(tail.wait_for_log("temporary slot", 30s)) << tail.logs();
+  std::this_thread::sleep_for(500ms);  // START_REPLICATION after the slot (wal2json 2.5: twice)
+  pg_->exec("INSERT INTO " + table("t") + " VALUES (1, 'a'), (2, 'b')");
+  pg_->exec("DELETE FROM " + table("t") + " WHERE id = 1");
+  ASSERT_EQ(tail.wait_exit(30s), 0) << tail.logs();
+  std::istringstream in(tail.stdout_text());
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) {
+    if (l.rfind("{\"topic\":", 0) == 0) lines.push_back(l);
+  }
+  ASSERT_EQ(lines.size(), 3u) << tail.logs();
+  EXPECT_EQ(json_string_at(lines[0], "/topic"), topic("t"));
+  EXPECT_EQ(json_string_at(lines[0], "/key"), R"({"id":1})");
+  EXPECT_EQ(json_string_at(json_string_at(lines[1], "/value"), "/after/v"), "b");
+  EXPECT_EQ(json_string_at(lines[2], "/key"), R"({"id":1})");
+  EXPECT_FALSE(slot_state(*pg_, name_).has_value()) << "tail created the configured slot";
+  // --from-slot on a slot walrelay streams: refused.
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  WalrelayProcess busy(cfg.to_yaml(), "walrelay tail --from-slot");
+  busy.start({"tail", "--from-slot", "--config", busy.config_path().string()});
+  EXPECT_EQ(busy.wait_exit(30s), 1) << busy.logs();
+  EXPECT_NE(busy.stderr_text().find("is active"), std::string::npos) << busy.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+}
+
 // --log-format json: every line one JSON object, secrets redacted as in the text format.
 TEST_F(MetricsTest, JsonLogLinesAreObjectsWithoutSecrets) {
   pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY)");
