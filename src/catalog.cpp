@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "client_encoding.hpp"
+#include "replication/pg_notices.hpp"
 
 namespace walrelay {
 
@@ -60,7 +61,7 @@ router::TypeInfo type_info(const Result& r, int i) {
 
 Catalog::Catalog(std::string conninfo, std::string application_name, router::TypeRegistry& types)
     : conninfo_(std::move(conninfo)),
-      application_name_(std::move(application_name)),
+      application_name_(replication::fit_application_name(std::move(application_name))),
       types_(types) {}
 
 Catalog::~Catalog() {
@@ -85,6 +86,7 @@ std::expected<void, std::string> Catalog::connect() {
   const char* keywords[] = {"dbname", "application_name", nullptr};
   const char* values[] = {conninfo_.c_str(), application_name_.c_str(), nullptr};
   conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+  replication::route_notices_to_log(conn_);
   if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
     last_error_ = conn_ != nullptr ? trim(PQerrorMessage(conn_)) : "out of memory";
     return std::unexpected("catalog connection: " + last_error_);

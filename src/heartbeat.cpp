@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "client_encoding.hpp"
+#include "replication/pg_notices.hpp"
 
 namespace walrelay {
 
@@ -19,7 +20,7 @@ Heartbeat::Heartbeat(asio::any_io_executor executor, std::string conninfo,
                      std::string application_name, config::HeartbeatConfig cfg)
     : executor_(std::move(executor)),
       conninfo_(std::move(conninfo)),
-      application_name_(std::move(application_name)),
+      application_name_(replication::fit_application_name(std::move(application_name))),
       cfg_(std::move(cfg)),
       sql_(cfg_.query.empty()
                ? "SELECT pg_catalog.pg_logical_emit_message(true, 'walrelay', 'heartbeat')"
@@ -80,6 +81,7 @@ void Heartbeat::fire() {
     const char* keywords[] = {"dbname", "application_name", "connect_timeout", nullptr};
     const char* values[] = {conninfo_.c_str(), application_name_.c_str(), "10", nullptr};
     conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+    replication::route_notices_to_log(conn_);
     if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
       report_failure(conn_ != nullptr ? trim(PQerrorMessage(conn_)) : "out of memory");
       return;

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "client_encoding.hpp"
+#include "replication/pg_notices.hpp"
 
 namespace walrelay::replication {
 
@@ -75,7 +76,7 @@ ReplicationStream::ReplicationStream(asio::any_io_executor executor, std::string
                                      std::string application_name)
     : executor_(std::move(executor)),
       conninfo_(std::move(conninfo)),
-      application_name_(std::move(application_name)) {}
+      application_name_(fit_application_name(std::move(application_name))) {}
 
 ReplicationStream::~ReplicationStream() {
   close();
@@ -117,6 +118,7 @@ std::expected<SystemInfo, std::string> ReplicationStream::connect() {
   const char* values[] = {conninfo_.c_str(), "database", options.c_str(), application_name_.c_str(),
                           nullptr};
   conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+  route_notices_to_log(conn_);
   if (conn_ == nullptr) return std::unexpected("out of memory creating the PostgreSQL connection");
   if (PQstatus(conn_) != CONNECTION_OK) {
     auto msg = last_error();

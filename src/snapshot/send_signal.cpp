@@ -3,6 +3,7 @@
 #include <libpq-fe.h>
 
 #include "client_encoding.hpp"
+#include "replication/pg_notices.hpp"
 
 namespace walrelay::snapshot {
 
@@ -12,6 +13,7 @@ std::expected<std::string, std::string> send_signal(const std::string& conninfo,
   const char* keywords[] = {"dbname", "application_name", nullptr};
   const char* values[] = {conninfo.c_str(), "walrelay-snapshot-signal", nullptr};
   PGconn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+  replication::route_notices_to_log(conn);
   auto message = [](PGconn* c) {
     std::string m = c != nullptr ? PQerrorMessage(c) : "out of memory";
     while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();

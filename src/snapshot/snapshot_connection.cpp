@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 
 #include "client_encoding.hpp"
+#include "replication/pg_notices.hpp"
 #include "replication/replication_stream.hpp"
 
 namespace walrelay::snapshot {
@@ -27,7 +28,7 @@ SnapshotConnection::SnapshotConnection(asio::any_io_executor executor, std::stri
                                        std::string application_name)
     : executor_(std::move(executor)),
       conninfo_(std::move(conninfo)),
-      application_name_(std::move(application_name)) {}
+      application_name_(replication::fit_application_name(std::move(application_name))) {}
 
 SnapshotConnection::~SnapshotConnection() {
   close();
@@ -39,6 +40,7 @@ std::expected<void, std::string> SnapshotConnection::connect() {
   const char* keywords[] = {"dbname", "options", "application_name", nullptr};
   const char* values[] = {conninfo_.c_str(), options->c_str(), application_name_.c_str(), nullptr};
   conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+  replication::route_notices_to_log(conn_);
   if (conn_ == nullptr) return std::unexpected("out of memory creating a snapshot connection");
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string msg = trim(PQerrorMessage(conn_));

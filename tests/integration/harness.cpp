@@ -1,11 +1,14 @@
 #include "harness.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <simdjson.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -827,6 +831,55 @@ bool IntegrationTest::stop_gracefully(WalrelayProcess& proc, const std::string& 
   const bool released = wait_slot_inactive(*pg_, slot);
   EXPECT_TRUE(released) << "slot " << slot << " still active after walrelay stopped";
   return rc == 0 && released;
+}
+
+// ------------------------------------------------------------------------------- http
+
+int connect_local(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// One raw request; the whole response until the server closes.
+HttpResult http_raw(int port, const std::string& request) {
+  HttpResult r;
+  const int fd = connect_local(port);
+  if (fd < 0) return r;
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string all;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+    all.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  if (all.rfind("HTTP/1.1 ", 0) == 0) r.status = std::stoi(all.substr(9, 3));
+  if (const auto at = all.find("\r\n\r\n"); at != std::string::npos) r.body = all.substr(at + 4);
+  return r;
+}
+
+HttpResult http_get(int port, const std::string& path) {
+  return http_raw(port, "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n");
+}
+
+/// The port walrelay logged for its endpoint (metrics.listen 127.0.0.1:0 picks a free one).
+std::optional<int> metrics_port(WalrelayProcess& proc) {
+  if (!proc.wait_for_log("metrics and health on http://", 10s)) return std::nullopt;
+  std::smatch m;
+  const std::string log = proc.stderr_text();
+  if (!std::regex_search(log, m,
+                         std::regex(R"(metrics and health on http://127\.0\.0\.1:(\d+)/)"))) {
+    return std::nullopt;
+  }
+  return std::stoi(m[1]);
 }
 
 }  // namespace walrelay::itest

@@ -181,6 +181,24 @@ std::string json_string_at(std::string_view document, std::string_view pointer);
 /// True when both documents parse and are equal after minifying (key order matters).
 bool json_equal(std::string_view a, std::string_view b);
 
+// ------------------------------------------------------------------------------- http
+
+/// An answer of walrelay's metrics endpoint: status (0 when none) and body.
+struct HttpResult {
+  int status = 0;
+  std::string body;
+};
+/// A TCP connection to 127.0.0.1:`port`, or -1.
+int connect_local(int port);
+/// Sends `request` as is and reads the whole response until the server closes (10 s at most).
+HttpResult http_raw(int port, const std::string& request);
+/// GET `path` on 127.0.0.1:`port`.
+HttpResult http_get(int port, const std::string& path);
+
+class WalrelayProcess;
+/// The port walrelay logged for its metrics endpoint (metrics.listen 127.0.0.1:0 picks a free one).
+std::optional<int> metrics_port(WalrelayProcess& proc);
+
 // ------------------------------------------------------------------------------- walrelay
 
 /// One `tables:` entry of a generated configuration.

@@ -828,9 +828,13 @@ TEST_F(FaultTest, KafkaOutageFreezesFlushAndLosesNothing) {
   const char* env_secs = std::getenv("WALRELAY_OUTAGE_SECONDS");
   const int outage = env_secs != nullptr ? std::atoi(env_secs) : 30;
   ASSERT_GT(outage, 2);
-  const std::string yaml = with_keys(row_table_config(), "kafka", {"max_in_flight_bytes: 16MiB"});
+  std::string yaml = with_keys(row_table_config(), "kafka", {"max_in_flight_bytes: 16MiB"});
+  // /ready must say no while the broker is gone (issue "Operations"): a short bound here.
+  yaml = with_keys(yaml, "metrics", {"max_lag: 3s"});
   WalrelayProcess proc(yaml);
   start_streaming(proc, name_);
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
   const pid_t pid = find_walrelay_pid(proc.config_path());
   ASSERT_GT(pid, 0) << "walrelay's pid not found";
 
@@ -857,11 +861,23 @@ TEST_F(FaultTest, KafkaOutageFreezesFlushAndLosesNothing) {
             << " s; outage " << outage << " s" << std::endl;
 
   std::vector<std::pair<double, Lsn>> samples;
+  int not_ready_during = 0;
+  std::string not_ready_body;
   for (int i = 1; i <= outage; ++i) {
     std::this_thread::sleep_until(t_down + std::chrono::seconds(i));
     samples.emplace_back(seconds_since(t_down), confirmed_lsn(*pg_, name_).value_or(Lsn{}));
+    if (i > 6) {
+      const HttpResult ready = http_get(*port, "/ready");
+      if (ready.status == 503) {
+        ++not_ready_during;
+        not_ready_body = ready.body;
+      }
+    }
     if (!proc.running()) break;
   }
+  std::cout << "[fault] /ready 503 in " << not_ready_during << " samples of the outage ("
+            << not_ready_body << ")" << std::endl;
+  EXPECT_GT(not_ready_during, 0) << "/ready stayed 200 while the broker was down";
   const long committed_in_outage = writer.committed() - committed_at_stop;
   const long hwm_in_outage_kb = proc_status_kb(pid, "VmHWM");
   const std::string progress_during = proc.stderr_text();
@@ -890,6 +906,8 @@ TEST_F(FaultTest, KafkaOutageFreezesFlushAndLosesNothing) {
   EXPECT_GT(committed_in_outage, 0);
 
   expect_recovered(proc, writer, "kafka outage", frozen);
+  EXPECT_TRUE(wait_until([&] { return http_get(*port, "/ready").status == 200; }, 60s))
+      << "/ready did not come back after the broker returned: " << http_get(*port, "/ready").body;
   const long hwm_kb = proc_status_kb(pid, "VmHWM");
   const long rss_kb = proc_status_kb(pid, "VmRSS");
   const std::string log = proc.stderr_text();
