@@ -826,8 +826,23 @@ void Connector::on_delivery(const sink::DeliveryReport& r) {
   const bool dead_letter = (r.opaque & kDeadLetterBit) != 0;
   if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
     // What reached Kafka, whichever session published it (the metrics count records acknowledged).
-    auto it = published_by_topic_.find(r.topic);
-    if (it == published_by_topic_.end()) it = published_by_topic_.emplace(r.topic, 0).first;
+    // op: a row change's envelope op (its last "op" field, near the end), "tombstone" for a null
+    // value, "" for outbox events and dead-letter records.
+    std::string_view op;
+    if (!r.has_value) {
+      op = "tombstone";
+    } else if (r.value.size() > 2 && r.value.back() == '}') {
+      const std::string_view tail = r.value.substr(r.value.size() > 160 ? r.value.size() - 160 : 0);
+      if (const auto at = tail.rfind("\"op\":\"");
+          at != std::string_view::npos && at + 7 < tail.size()) {
+        op = tail.substr(at + 6, 1);
+      }
+    }
+    published_key_.assign(r.topic);
+    published_key_.push_back('\0');
+    published_key_.append(op);
+    auto it = published_by_topic_.find(published_key_);
+    if (it == published_by_topic_.end()) it = published_by_topic_.emplace(published_key_, 0).first;
     ++it->second;
     published_bytes_ += r.bytes;
     last_ack_ = std::chrono::steady_clock::now();

@@ -166,8 +166,9 @@ class Connector {
   /// Remembers a transaction's commit time until its end (`next_lsn`) is acknowledged.
   void note_commit_time(Lsn next_lsn, std::int64_t commit_ts_ms);
   std::unique_ptr<metrics::HttpServer> http_;
-  std::deque<std::pair<Lsn, std::int64_t>> pending_commits_;  // (next LSN, commit ms)
-  std::map<std::string, std::uint64_t, std::less<>> published_by_topic_;
+  std::deque<std::pair<Lsn, std::int64_t>> pending_commits_;              // (next LSN, commit ms)
+  std::map<std::string, std::uint64_t, std::less<>> published_by_topic_;  // "topic\0op" → n
+  std::string published_key_;
   std::uint64_t published_bytes_ = 0;
   std::uint64_t delivery_errors_ = 0;
   std::chrono::steady_clock::time_point last_ack_ = std::chrono::steady_clock::now();

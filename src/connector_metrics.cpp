@@ -133,8 +133,10 @@ std::string Connector::metrics_text() {
   sample(out, "walrelay_standby", standby_ ? 1 : 0);
   metric(out, "walrelay_events_published_total", "counter",
          "records Kafka acknowledged, by topic (dead-letter records included)");
-  for (const auto& [topic, n] : published_by_topic_) {
-    sample(out, "walrelay_events_published_total", n, "topic=\"" + label(topic) + "\"");
+  for (const auto& [key, n] : published_by_topic_) {
+    const auto nul = key.find('\0');
+    sample(out, "walrelay_events_published_total", n,
+           "topic=\"" + label(key.substr(0, nul)) + "\",op=\"" + label(key.substr(nul + 1)) + "\"");
   }
   metric(out, "walrelay_published_bytes_total", "counter",
          "key + value bytes of the records Kafka acknowledged");

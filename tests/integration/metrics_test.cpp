@@ -47,12 +47,15 @@ TEST_F(MetricsTest, CountersMatchKafkaAndHealthFollowsTheSlot) {
   const auto recs = kafka_->read_at_least({topic("t")}, 35);
   ASSERT_EQ(recs.size(), 35u) << describe(recs);
   // Counters equal what Kafka holds (acknowledgements arrive with the records, poll briefly).
-  const std::string series = "walrelay_events_published_total{topic=\"" + topic("t") + "\"}";
+  const auto series = [&](const std::string& op) {
+    return "walrelay_events_published_total{topic=\"" + topic("t") + "\",op=\"" + op + "\"}";
+  };
   std::string text;
   EXPECT_TRUE(wait_until(
       [&] {
         text = http_get(*port, "/metrics").body;
-        return sample(text, series) == "35";
+        return sample(text, series("c")) == "25" && sample(text, series("d")) == "5" &&
+               sample(text, series("tombstone")) == "5";
       },
       10s))
       << text;
