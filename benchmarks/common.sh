@@ -18,3 +18,14 @@ fi
 pg="$WALRELAY_TEST_PG_CONNINFO"
 sql() { psql "$pg" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 work="$(mktemp -d)"
+
+# The snapshot benchmarks' table: NAME with ROWS rows of 5 columns (~65 bytes a row), analyzed.
+make_snapshot_table() {
+  local name=$1 rows=$2
+  sql "CREATE TABLE $name (id bigint PRIMARY KEY, account int NOT NULL, amount numeric(12,2),
+       note text, created_at timestamptz NOT NULL DEFAULT now())"
+  sql "INSERT INTO $name SELECT g, g % 1000, (g % 100000) / 100.0, 'note ' || g, now()
+       FROM generate_series(1, $rows) g"
+  sql "VACUUM ANALYZE $name"
+  echo "table: $rows rows, $(sql "SELECT pg_size_pretty(pg_table_size('$name'))")"
+}

@@ -26,12 +26,7 @@ cleanup_bench() {
 }
 trap 'cleanup_bench; [[ -n "$state" ]] && tests/services/stop.sh --clean "$state" >/dev/null 2>&1; rm -rf "$work"' EXIT
 
-sql "CREATE TABLE $run_id (id bigint PRIMARY KEY, account int NOT NULL, amount numeric(12,2),
-     note text, created_at timestamptz NOT NULL DEFAULT now())"
-sql "INSERT INTO $run_id SELECT g, g % 1000, (g % 100000) / 100.0, 'note ' || g, now()
-     FROM generate_series(1, $rows) g"
-sql "VACUUM ANALYZE $run_id"
-echo "table: $rows rows, $(sql "SELECT pg_size_pretty(pg_table_size('$run_id'))")"
+make_snapshot_table "$run_id" "$rows"
 psql "$pg" -X -q -c "COPY (SELECT * FROM $run_id) TO STDOUT" >/dev/null  # warm the cache
 
 # Sum of a topic's high watermarks (its record count: a fresh topic).

@@ -14,12 +14,7 @@ rows=${1:-1000000}
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 run_id="snapbench_$$"
 
-sql "CREATE TABLE $run_id (id bigint PRIMARY KEY, account int NOT NULL, amount numeric(12,2),
-     note text, created_at timestamptz NOT NULL DEFAULT now())"
-sql "INSERT INTO $run_id SELECT g, g % 1000, (g % 100000) / 100.0, 'note ' || g, now()
-     FROM generate_series(1, $rows) g"
-sql "VACUUM ANALYZE $run_id"
-echo "table: $rows rows, $(sql "SELECT pg_size_pretty(pg_table_size('$run_id'))")"
+make_snapshot_table "$run_id" "$rows"
 
 # 1. COPY to /dev/null (warm: once to load the cache, then measured).
 psql "$pg" -X -q -c "COPY (SELECT * FROM $run_id) TO STDOUT" >/dev/null
