@@ -14,6 +14,7 @@
 // a row-change value) is printed as `<now>`, since it is the one field that differs between runs.
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -45,12 +46,19 @@ struct FileSchemas : walrelay::router::SchemaProvider {
   }
 };
 
-// The envelope ends `,"ts_ms":N,"ts_us":N,"ts_ns":N}`: the processing time.
+// The envelope ends `,"ts_ms":N,"ts_us":N,"ts_ns":N}`: the processing time, printed as `<now>`
+// when the three are one reading (ms and µs the ns rounded down), `<now inconsistent>` if not.
 std::string mask_now(std::string v) {
   const auto at = v.rfind(",\"ts_ms\":");
-  if (at != std::string::npos && v.find(",\"ts_us\":", at) != std::string::npos &&
-      v.find(",\"ts_ns\":", at) != std::string::npos && v.find('}', at) == v.size() - 1) {
-    v.replace(at, v.size() - 1 - at, ",<now>");
+  long long ms = 0;
+  long long us = 0;
+  long long ns = 0;
+  if (at != std::string::npos &&
+      std::sscanf(v.c_str() + at, R"(,"ts_ms":%lld,"ts_us":%lld,"ts_ns":%lld})", &ms, &us, &ns) ==
+          3 &&
+      v.find('}', at) == v.size() - 1) {
+    const bool ok = ms == ns / 1'000'000 && us == ns / 1000;
+    v.replace(at, v.size() - 1 - at, ok ? ",<now>" : ",<now inconsistent>");
   }
   return v;
 }
