@@ -316,6 +316,8 @@ struct EventRouter::Rule {
   std::string source_schema;
   std::string source_table;
   std::string data_collection;  // "schema.table" for transaction metadata
+  // source's `<schema>,"table":<table>,"txId":` (JSON), written once: append_source's middle.
+  std::string source_names;
   bool outbox_update_warned = false;
   const config::OutboxConfig* outbox = nullptr;
   config::Operations ops;
@@ -415,6 +417,10 @@ EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_vi
   r.source_schema = use_root ? r.schema->root_schema : r.leaf_schema;
   r.source_table = use_root ? r.schema->root_table : r.leaf_table;
   r.data_collection = r.source_schema + "." + r.source_table;
+  json::append_string(r.source_names, r.source_schema);
+  r.source_names += ",\"table\":";
+  json::append_string(r.source_names, r.source_table);
+  r.source_names += ",\"txId\":";
   const std::string tmpl = tc->topic.value_or("{prefix}.{schema}.{table}");
   for (std::size_t pos = 0; pos < tmpl.size();) {
     if (tmpl.compare(pos, 8, "{prefix}") == 0) {
@@ -1011,42 +1017,66 @@ void EventRouter::append_big_decimal_text(std::string& out, std::string_view tex
 }
 
 void EventRouter::append_source(std::string& out, const decoder::Change& c, const Rule& rule) {
-  out += "\"source\":{\"version\":";
-  json::append_string(out, settings_.version);
-  out += ",\"connector\":\"postgresql\",\"name\":";
-  json::append_string(out, settings_.topic_prefix);
-  out += ",\"ts_ms\":";
-  append_int(out, commit_ts_ms_);
-  out += ",\"snapshot\":\"";
-  out += snapshot_ != nullptr ? snapshot_->marker : std::string_view("false");
-  out += "\",\"db\":";
-  json::append_string(out, settings_.database);
-  // sequence: ["<last commit>","<change LSN>"] as a JSON string (see commit()); Debezium's
-  // snapshot records have no last commit: [null,"<snapshot LSN>"].
-  if (snapshot_ != nullptr || last_commit_end_.value() == 0) {
-    out += ",\"sequence\":\"[null,\\\"";
-  } else {
-    out += ",\"sequence\":\"[\\\"";
-    append_uint(out, last_commit_end_.value());
-    out += "\\\",\\\"";
+  // What only changes with the transaction (or the snapshot row's read time and marker) is
+  // written once into source_head_/source_mid_ and copied; the change's LSN is formatted once
+  // for its two places.
+  const std::string_view marker = snapshot_ != nullptr ? snapshot_->marker : "false";
+  const std::uint64_t last_commit =
+      snapshot_ != nullptr ? 0 : last_commit_end_.value();  // 0: null (see commit())
+  if (!source_cache_valid_ || source_ts_ms_ != commit_ts_ms_ || source_marker_ != marker ||
+      source_last_commit_ != last_commit) {
+    source_cache_valid_ = true;
+    source_ts_ms_ = commit_ts_ms_;
+    source_marker_.assign(marker);
+    source_last_commit_ = last_commit;
+    std::string& h = source_head_;
+    h = "\"source\":{\"version\":";
+    json::append_string(h, settings_.version);
+    h += ",\"connector\":\"postgresql\",\"name\":";
+    json::append_string(h, settings_.topic_prefix);
+    h += ",\"ts_ms\":";
+    append_int(h, commit_ts_ms_);
+    h += ",\"snapshot\":\"";
+    h += marker;
+    h += "\",\"db\":";
+    json::append_string(h, settings_.database);
+    // sequence: ["<last commit>","<change LSN>"] as a JSON string (see commit()); Debezium's
+    // snapshot records have no last commit: [null,"<snapshot LSN>"].
+    if (last_commit == 0) {
+      h += ",\"sequence\":\"[null,\\\"";
+    } else {
+      h += ",\"sequence\":\"[\\\"";
+      append_uint(h, last_commit);
+      h += "\\\",\\\"";
+    }
   }
-  append_uint(out, c.lsn.value());
-  // source.ts_us/ts_ns (Debezium 3): the same instant in µs and ns.
-  out += "\\\"]\",\"ts_us\":";
-  append_int(out, commit_ts_us_);
-  out += ",\"ts_ns\":";
-  append_int(out, commit_ts_us_);
-  out += "000,\"schema\":";
-  json::append_string(out, rule.source_schema);
-  out += ",\"table\":";
-  json::append_string(out, rule.source_table);
-  out += ",\"txId\":";
-  append_uint(out, c.xid);
-  out += ",\"lsn\":";
-  append_uint(out, c.lsn.value());
-  // origin/origin_lsn: the replication origin of a transaction replayed by a subscriber; wal2json
-  // does not report it, so null (README: where walrelay differs from Debezium).
-  out += ",\"xmin\":null,\"origin\":null,\"origin_lsn\":null}";
+  if (source_mid_ts_us_ != commit_ts_us_ || source_mid_.empty()) {
+    // source.ts_us/ts_ns (Debezium 3): the same instant in µs and ns.
+    source_mid_ts_us_ = commit_ts_us_;
+    source_mid_ = "\\\"]\",\"ts_us\":";
+    append_int(source_mid_, commit_ts_us_);
+    source_mid_ += ",\"ts_ns\":";
+    append_int(source_mid_, commit_ts_us_);
+    source_mid_ += "000,\"schema\":";
+  }
+  char lsn[24];
+  const auto lsn_len =
+      static_cast<std::size_t>(std::to_chars(lsn, lsn + sizeof lsn, c.lsn.value()).ptr - lsn);
+  out += source_head_;
+  out.append(lsn, lsn_len);
+  out += source_mid_;
+  out += rule.source_names;
+  // txId, lsn, and origin/origin_lsn: the replication origin of a transaction replayed by a
+  // subscriber; wal2json does not report it, so null (README: where walrelay differs from
+  // Debezium).
+  constexpr std::string_view kLsn = ",\"lsn\":";
+  constexpr std::string_view kEnd = ",\"xmin\":null,\"origin\":null,\"origin_lsn\":null}";
+  char buf[24 + kLsn.size() + sizeof lsn + kEnd.size()];
+  char* p = std::to_chars(buf, buf + 24, c.xid).ptr;
+  p = std::copy(kLsn.begin(), kLsn.end(), p);
+  p = std::copy(lsn, lsn + lsn_len, p);
+  p = std::copy(kEnd.begin(), kEnd.end(), p);
+  out.append(buf, static_cast<std::size_t>(p - buf));
 }
 
 void EventRouter::finish_row_record(Slot& s, const Rule& rule, bool has_key, char op) {
@@ -1077,17 +1107,40 @@ void EventRouter::finish_row_record(Slot& s, const Rule& rule, bool has_key, cha
   } else {
     s.value += ",\"transaction\":null";
   }
-  s.value += ",\"op\":\"";
-  s.value.push_back(op);
-  // Processing time (one reading in ms, µs and ns), never before the source's time.
+  // `,"op":"c","ts_ms":…,"ts_us":…,"ts_ns":…}`: processing time, one reading in ms, µs and ns,
+  // never before the source's time. The ns digits are formatted once: ms and µs are their
+  // prefixes (floor division of a positive number by 10^6 and 10^3).
   const std::int64_t ns = std::max(now_ns(), commit_ts_us_ * 1000);
-  s.value += "\",\"ts_ms\":";
-  append_int(s.value, floor_div(ns, 1'000'000));
-  s.value += ",\"ts_us\":";
-  append_int(s.value, floor_div(ns, 1000));
-  s.value += ",\"ts_ns\":";
-  append_int(s.value, ns);
-  s.value.push_back('}');
+  char digits[24];
+  const auto n =
+      static_cast<std::size_t>(std::to_chars(digits, digits + sizeof digits, ns).ptr - digits);
+  if (ns < 1'000'000) {
+    s.value += ",\"op\":\"";
+    s.value.push_back(op);
+    s.value += "\",\"ts_ms\":";
+    append_int(s.value, floor_div(ns, 1'000'000));
+    s.value += ",\"ts_us\":";
+    append_int(s.value, floor_div(ns, 1000));
+    s.value += ",\"ts_ns\":";
+    s.value.append(digits, n);
+    s.value.push_back('}');
+  } else {
+    constexpr std::string_view kOp = ",\"op\":\"";
+    constexpr std::string_view kMs = "\",\"ts_ms\":";
+    constexpr std::string_view kUs = ",\"ts_us\":";
+    constexpr std::string_view kNs = ",\"ts_ns\":";
+    char buf[kOp.size() + 1 + kMs.size() + kUs.size() + kNs.size() + 3 * sizeof digits + 1];
+    char* p = std::copy(kOp.begin(), kOp.end(), buf);
+    *p++ = op;
+    p = std::copy(kMs.begin(), kMs.end(), p);
+    p = std::copy(digits, digits + n - 6, p);
+    p = std::copy(kUs.begin(), kUs.end(), p);
+    p = std::copy(digits, digits + n - 3, p);
+    p = std::copy(kNs.begin(), kNs.end(), p);
+    p = std::copy(digits, digits + n, p);
+    *p++ = '}';
+    s.value.append(buf, static_cast<std::size_t>(p - buf));
+  }
   s.timestamp_ms = commit_ts_ms_;
 }
 

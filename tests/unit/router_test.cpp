@@ -645,8 +645,14 @@ TEST(Router, SnapshotRowIsAReadEventBuiltLikeAStreamedRow) {
       v,
       R"("ts_ms":1700000000000,"snapshot":"first","db":"app","sequence":"[null,\"4096\"]","ts_us":1700000000000123,"ts_ns":1700000000000123000,"schema":"public","table":"invoices","txId":77,"lsn":4096,"xmin":null,"origin":null,"origin_lsn":null},"transaction":null,"op":"r","ts_ms":)"))
       << v;
-  // The streaming transaction around it is untouched: its next record keeps counting.
-  EXPECT_EQ(h.route(kInsert)[0].headers["id"], "0/26B3D938:2");
+  // The streaming transaction around it is untouched: its next record keeps counting, and its
+  // source is the transaction's again (not the snapshot row's time, marker or sequence).
+  auto again = h.route(kInsert);
+  EXPECT_EQ(again[0].headers["id"], "0/26B3D938:2");
+  EXPECT_TRUE(has(
+      *again[0].value,
+      R"("ts_ms":1795997677104,"snapshot":"false","db":"app","sequence":"[null,\"649321032\"]","ts_us":1795997677104367,"ts_ns":1795997677104367000,"schema":"public","table":"invoices","txId":1031,"lsn":649321032,"xmin":null,"origin":null,"origin_lsn":null})"))
+      << *again[0].value;
 }
 
 TEST(Router, SnapshotOfAnOutboxTableGivesNothing) {

@@ -229,6 +229,14 @@ class EventRouter {
   std::vector<Record> records_;
   std::string scratch_;
   std::string scratch2_;
+  // append_source's parts that change only with the transaction (see there), and their inputs.
+  bool source_cache_valid_ = false;
+  std::int64_t source_ts_ms_ = 0;
+  std::string source_marker_;
+  std::uint64_t source_last_commit_ = 0;
+  std::string source_head_;
+  std::int64_t source_mid_ts_us_ = 0;
+  std::string source_mid_;
   std::vector<std::string_view> key_order_;  // append_key's column order, reused
   std::vector<decoder::Column> padded_;      // a DELETE's key-only before with every column
   std::unordered_map<std::string, std::string> name_json_cache_;  // column name → JSON token
