@@ -332,6 +332,9 @@ struct EventRouter::Rule {
   std::string leaf_table;
   const TableSchema* schema = nullptr;
   std::string collision;  // set: the table cannot be published (topic clash or invalid topic)
+  // The types of the columns by their position in a change (see column_type): looked up in the
+  // type registry once per table shape, not per value.
+  mutable std::vector<ResolvedType> column_types;
 };
 
 struct EventRouter::Slot {
@@ -468,6 +471,16 @@ EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_vi
 }
 
 EventRouter::Rule& EventRouter::rule_for(std::string_view schema, std::string_view table) {
+  // Consecutive changes are mostly of one table: two comparisons instead of a hash lookup.
+  if (last_rule_ != nullptr && last_rule_->leaf_table == table &&
+      last_rule_->leaf_schema == schema) {
+    return *last_rule_;
+  }
+  last_rule_ = &rule_lookup(schema, table);
+  return *last_rule_;
+}
+
+EventRouter::Rule& EventRouter::rule_lookup(std::string_view schema, std::string_view table) {
   lookup_.assign(schema);
   lookup_.push_back('\0');
   lookup_.append(table);
@@ -784,11 +797,21 @@ void EventRouter::append_image(std::string& out, const std::vector<decoder::Colu
         if (ci->not_null && col.is_null()) note_nan_as_null(rule, col);
       }
     }
-    if (!append_value(out, col.value, col.type_oid, typmod, types_, value_opts_, err)) {
+    if (!append_value(out, col.value, column_type(rule, i, col.type_oid, typmod), types_,
+                      value_opts_, err)) {
       err = "column " + std::string(col.name) + ": " + err;
     }
   }
   out.push_back('}');
+}
+
+const ResolvedType& EventRouter::column_type(const Rule& rule, std::size_t position,
+                                             std::uint32_t type_oid, std::int32_t typmod) {
+  auto& cache = rule.column_types;
+  if (position >= cache.size()) cache.resize(position + 1);
+  ResolvedType& t = cache[position];
+  if (!resolved_for(t, type_oid, typmod, types_)) t = resolve_type(type_oid, typmod, types_);
+  return t;
 }
 
 void EventRouter::note_nan_as_null(const Rule& rule, const decoder::Column& col) {
@@ -822,7 +845,8 @@ bool EventRouter::append_after_image(std::string& out, const decoder::Change& c,
   out.push_back('{');
   bool first = true;
   std::size_t cursor = 0;
-  for (const auto& sc : schema->columns) {
+  for (std::size_t position = 0; position < schema->columns.size(); ++position) {
+    const ColumnInfo& sc = schema->columns[position];
     const decoder::Column* col = nullptr;
     if (cursor < c.columns.size() && c.columns[cursor].name == sc.name) {
       col = &c.columns[cursor++];
@@ -849,7 +873,8 @@ bool EventRouter::append_after_image(std::string& out, const decoder::Change& c,
       out.push_back('"');
       continue;
     }
-    if (!append_value(out, src->value, src->type_oid, sc.typmod, types_, value_opts_, err)) {
+    if (!append_value(out, src->value, column_type(rule, position, src->type_oid, sc.typmod),
+                      types_, value_opts_, err)) {
       err = "column " + sc.name + ": " + err;
       return false;
     }
@@ -936,14 +961,16 @@ bool EventRouter::append_key(std::string& out, const std::vector<decoder::Column
       if (const ColumnInfo* ci = rule.schema->column(col->name)) typmod = ci->typmod;
     }
     const std::size_t at = out.size();
-    if (!append_value(out, col->value, col->type_oid, typmod, types_, value_opts_, err)) {
+    const ResolvedType& type =
+        column_type(rule, static_cast<std::size_t>(col - image.data()), col->type_oid, typmod);
+    if (!append_value(out, col->value, type, types_, value_opts_, err)) {
       err = "key column " + std::string(col->name) + ": " + err;
       return false;
     }
     if (header != nullptr) {
       append_connect_header_string(*header, col->name);
       header->push_back(':');
-      append_connect_header_value(*header, std::string_view(out).substr(at), *col, typmod);
+      append_connect_header_value(*header, std::string_view(out).substr(at), *col, type);
     }
   }
   out.push_back('}');
@@ -962,12 +989,13 @@ void EventRouter::append_connect_header_string(std::string& out, std::string_vie
 }
 
 void EventRouter::append_connect_header_value(std::string& out, std::string_view json_value,
-                                              const decoder::Column& col, std::int32_t typmod) {
+                                              const decoder::Column& col,
+                                              const ResolvedType& type) {
   // What Connect's SimpleHeaderConverter (Values#append) prints for the key field Debezium put in
   // the header: a Decimal (numeric(p,s)) as BigDecimal#toString, a string with only `\` and `"`
   // escaped (control and non-BMP characters raw), everything else as its JSON.
-  const std::uint32_t base = types_.resolve_domain(col.type_oid);
-  if (typmod < 0 && base != col.type_oid) typmod = types_.domain_typmod(col.type_oid);
+  const std::uint32_t base = type.base_oid;
+  const std::int32_t typmod = type.value_typmod;  // a domain's when the column has none
   if (debezium_format() && value_opts_.decimal == DecimalHandling::kPrecise &&
       base == oid::kNumeric && typmod >= 4 && json_value.starts_with('"')) {
     scratch2_.clear();

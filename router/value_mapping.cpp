@@ -512,26 +512,7 @@ void append_clock(std::string& out, std::int64_t micros_of_day, int width) {
 // ------------------------------------------------------------------------------------------------
 // Type classification
 
-enum class Kind : std::uint8_t {
-  kInt,
-  kFloat,
-  kNumeric,
-  kMoney,
-  kBool,
-  kJson,
-  kBytea,
-  kDate,
-  kTime,
-  kTimetz,
-  kTimestamp,
-  kTimestamptz,
-  kInterval,
-  kArray,
-  kBits,    // bit, varbit
-  kPoint,   // point
-  kHstore,  // the hstore extension's type
-  kText,
-};
+using Kind = ValueKind;
 
 struct Resolved {
   Kind kind = Kind::kText;
@@ -1281,6 +1262,20 @@ bool map_array(std::string& out, std::string_view text, const Resolved& r, std::
 
 }  // namespace
 
+ResolvedType resolve_type(std::uint32_t type_oid, std::int32_t typmod, const TypeRegistry& types) {
+  const Resolved r = classify(type_oid, types);
+  ResolvedType t;
+  t.type_oid = type_oid;
+  t.typmod = typmod;
+  t.kind = r.kind;
+  t.base_oid = r.oid;
+  t.element = r.element;
+  // A domain column has no modifier of its own (atttypmod -1): use its base type's.
+  t.value_typmod = typmod < 0 && r.oid != type_oid ? types.domain_typmod(type_oid) : typmod;
+  t.generation = types.generation();
+  return t;
+}
+
 bool append_value(std::string& out, std::string_view token, std::uint32_t type_oid,
                   std::int32_t typmod, const TypeRegistry& types, const ValueMappingOptions& opts,
                   std::string& error) {
@@ -1288,8 +1283,17 @@ bool append_value(std::string& out, std::string_view token, std::uint32_t type_o
     out += "null";
     return true;
   }
-  Ctx ctx{types, opts, error, type_oid};
-  const Resolved r = classify(type_oid, types);
+  return append_value(out, token, resolve_type(type_oid, typmod, types), types, opts, error);
+}
+
+bool append_value(std::string& out, std::string_view token, const ResolvedType& type,
+                  const TypeRegistry& types, const ValueMappingOptions& opts, std::string& error) {
+  if (token == "null") {
+    out += "null";
+    return true;
+  }
+  Ctx ctx{types, opts, error, type.type_oid};
+  const Resolved r{type.kind, type.base_oid, type.element};
   const bool quoted = json::is_string_token(token);
 
   // Fast paths: the token already is the JSON we want.
@@ -1309,15 +1313,13 @@ bool append_value(std::string& out, std::string_view token, std::uint32_t type_o
     auto& buf = tl_text;
     buf.clear();
     if (!json::unescape_string(token, buf))
-      return fail(ctx, type_oid, token, "malformed JSON string token");
+      return fail(ctx, type.type_oid, token, "malformed JSON string token");
     text = buf;
   } else if (r.kind != Kind::kInt && r.kind != Kind::kFloat && r.kind != Kind::kNumeric &&
              r.kind != Kind::kBool) {
-    return fail(ctx, type_oid, token, "expected a JSON string token");
+    return fail(ctx, type.type_oid, token, "expected a JSON string token");
   }
-  // A domain column has no modifier of its own (atttypmod -1): use its base type's.
-  if (typmod < 0 && r.oid != type_oid) typmod = types.domain_typmod(type_oid);
-  return map_scalar(out, text, !quoted, r, typmod, ctx);
+  return map_scalar(out, text, !quoted, r, type.value_typmod, ctx);
 }
 
 }  // namespace walrelay::router

@@ -150,6 +150,7 @@ class EventRouter {
   struct Rule;
   struct Slot;
   Rule& rule_for(std::string_view schema, std::string_view table);
+  Rule& rule_lookup(std::string_view schema, std::string_view table);  ///< rule_for's hash lookup
   Rule make_rule(std::string_view schema, std::string_view table);
   std::expected<void, MappingError> route_row(const decoder::Change& c, Rule& rule);
   std::expected<void, MappingError> route_outbox_row(const decoder::Change& c, const Rule& rule);
@@ -180,7 +181,11 @@ class EventRouter {
                   std::string& err, std::string* header = nullptr);
   static void append_connect_header_string(std::string& out, std::string_view text);
   void append_connect_header_value(std::string& out, std::string_view json_value,
-                                   const decoder::Column& col, std::int32_t typmod);
+                                   const decoder::Column& col, const ResolvedType& type);
+  /// The type of the column at `position` of `rule`'s changes, from the rule's cache (looked up
+  /// again when the column's type or typmod differs, or the registry has changed since).
+  const ResolvedType& column_type(const Rule& rule, std::size_t position, std::uint32_t type_oid,
+                                  std::int32_t typmod);
   static void append_big_decimal_text(std::string& out, std::string_view text);
   void append_source(std::string& out, const decoder::Change& c, const Rule& rule);
   void finish_row_record(Slot& s, const Rule& rule, bool has_key, char op);
@@ -205,6 +210,7 @@ class EventRouter {
   std::vector<std::unique_ptr<Rule>> rule_storage_;
   std::unordered_map<std::string, std::string> topic_owner_;  // row topic -> "schema.table"
   std::string lookup_;
+  Rule* last_rule_ = nullptr;  // the rule rule_for returned last (rules live as long as the router)
 
   // The open transaction.
   std::uint64_t xid_ = 0;
