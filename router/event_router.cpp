@@ -13,6 +13,8 @@
 
 namespace walrelay::router {
 
+using namespace std::string_view_literals;
+
 namespace {
 
 bool valid_topic_char(char c) {
@@ -556,11 +558,18 @@ EventRouter::Slot& EventRouter::next_slot() {
     s.id = snapshot_->id;
     return s;
   }
-  // Row-change ids: the transaction's commit LSN and the record's index in the transaction.
-  char buf[17];
-  s.id.append(buf, commit_lsn_.format_to(buf));
-  s.id.push_back(':');
-  append_uint(s.id, record_index_++);
+  // Row-change ids: the transaction's commit LSN and the record's index in the transaction
+  // ("<commit LSN>:" formatted once per transaction).
+  if (id_prefix_.empty() || id_prefix_lsn_ != commit_lsn_) {
+    char buf[17];
+    id_prefix_.assign(buf, commit_lsn_.format_to(buf));
+    id_prefix_.push_back(':');
+    id_prefix_lsn_ = commit_lsn_;
+  }
+  char index[12];
+  s.id.append(id_prefix_);
+  s.id.append(index, static_cast<std::size_t>(
+                         std::to_chars(index, index + sizeof index, record_index_++).ptr - index));
   return s;
 }
 
@@ -1133,7 +1142,7 @@ void EventRouter::finish_row_record(Slot& s, const Rule& rule, bool has_key, cha
     append_uint(s.value, *per_table);
     s.value.push_back('}');
   } else {
-    s.value += ",\"transaction\":null";
+    s.value.append(",\"transaction\":null"sv);
   }
   // `,"op":"c","ts_ms":…,"ts_us":…,"ts_ns":…}`: processing time, one reading in ms, µs and ns,
   // never before the source's time. The ns digits are formatted once: ms and µs are their
@@ -1282,7 +1291,7 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
     // The key's bytes as Debezium's JsonConverter (Jackson) writes them, in both formats: the
     // bytes decide the partition and the compacted-topic identity.
     json::escape_supplementary(s.key);
-    s.value = "{\"before\":";
+    s.value.assign("{\"before\":"sv);
     // Under REPLICA IDENTITY DEFAULT (or an index) the old row is only its key. Debezium's
     // format writes `before: null` for an UPDATE then, and for a DELETE every column with the
     // non-key ones null; the native format keeps what is known, the key columns only (a value
@@ -1291,7 +1300,7 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
                                  before->size() < rule.schema->columns.size();
     if (before == nullptr || before->empty() ||
         (key_only_before && debezium_format() && op == 'u')) {
-      s.value += "null";
+      s.value.append("null"sv);
     } else if (key_only_before && debezium_format() && op == 'd') {
       padded_.clear();
       for (std::size_t i = 0; i < rule.schema->columns.size(); ++i) {
@@ -1307,11 +1316,11 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
     } else {
       append_image(s.value, *before, rule, err);
     }
-    s.value += ",\"after\":";
+    s.value.append(",\"after\":"sv);
     if (after) {
       if (!append_after_image(s.value, c, rule, err)) return false;
     } else {
-      s.value += "null";
+      s.value.append("null"sv);
     }
     if (!err.empty()) return false;
     s.value.push_back(',');

@@ -1329,7 +1329,7 @@ bool append_value(std::string& out, std::string_view token, std::uint32_t type_o
 bool append_value(std::string& out, std::string_view token, const ResolvedType& type,
                   const TypeRegistry& types, const ValueMappingOptions& opts, std::string& error) {
   if (token == "null") {
-    out += "null";
+    out.append(token);
     return true;
   }
   Ctx ctx{types, opts, error, type.type_oid};

@@ -224,7 +224,9 @@ class EventRouter {
   std::uint32_t record_index_ = 0;  // records published in this transaction (ids)
   std::uint32_t event_count_ = 0;   // data events (transaction metadata total_order)
   bool begin_emitted_ = false;
-  std::string txn_id_;  // "<xid>:<commit lsn>" for transaction metadata
+  std::string txn_id_;     // "<xid>:<commit lsn>" for transaction metadata
+  std::string id_prefix_;  // "<commit lsn>:" of row-change record ids (next_slot)
+  Lsn id_prefix_lsn_;
   std::vector<std::pair<std::string, std::uint32_t>> collection_counts_;
   std::vector<std::string> truncated_;  // tables TRUNCATEd in this transaction (partition roots)
   const SnapshotRead* snapshot_ = nullptr;  // set while route_snapshot runs
