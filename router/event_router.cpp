@@ -42,6 +42,14 @@ std::int64_t now_ns() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// Monotonic time for rate limits where a few ms do not matter: CLOCK_MONOTONIC_COARSE is the
+// kernel's last tick, read without the hardware clock.
+std::chrono::nanoseconds coarse_monotonic() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
 // Rounds toward negative infinity (times before 1970 stay ordered).
 std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   const std::int64_t q = a / b;
@@ -326,7 +334,11 @@ struct EventRouter::Rule {
   bool tombstones = true;
   std::vector<std::string> key_columns;  // configured (key_columns of the tables entry)
   bool identity_key_warned = false;      // a change keyed by its identity (see select_key)
-  std::chrono::steady_clock::time_point shape_verified{};  // last shape check of an UPDATE
+  // Last shape check of a partial UPDATE or DELETE (coarse_monotonic); none yet: nullopt.
+  std::optional<std::chrono::nanoseconds> shape_verified;
+  // The JSON tokens of `names_json_of`'s column names (a debezium DELETE's padded `before`).
+  const TableSchema* names_json_of = nullptr;
+  std::vector<std::string> names_json;
   std::string line_shape;  // a table the catalog does not know: its last INSERT's pk | columns
   std::vector<std::string> exclude;
   std::vector<std::string> mask;
@@ -711,12 +723,6 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route(const de
     return std::unexpected(std::move(result.error()));
   }
   return collect_records();
-}
-
-std::string_view EventRouter::column_name_json(const std::string& name) {
-  auto [it, inserted] = name_json_cache_.try_emplace(name);
-  if (inserted) json::append_string(it->second, name);
-  return it->second;
 }
 
 std::vector<std::string> EventRouter::key_columns_of(std::string_view schema,
@@ -1219,8 +1225,8 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
         (c.action == decoder::Action::kDelete && debezium_format() &&
          c.identity.size() < rule.schema->columns.size());
     if (!refresh && partial) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now - rule.shape_verified >= std::chrono::seconds(1)) {
+      const auto now = coarse_monotonic();
+      if (!rule.shape_verified || now - *rule.shape_verified >= std::chrono::seconds(1)) {
         rule.shape_verified = now;
         refresh = true;
       }
@@ -1303,13 +1309,20 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
       s.value.append("null"sv);
     } else if (key_only_before && debezium_format() && op == 'd') {
       padded_.clear();
+      if (rule.names_json_of != rule.schema) {
+        // Once per table shape (the provider never reuses a shape's address).
+        rule.names_json.clear();
+        for (const ColumnInfo& ci : rule.schema->columns) {
+          json::append_string(rule.names_json.emplace_back(), ci.name);
+        }
+        rule.names_json_of = rule.schema;
+      }
       for (std::size_t i = 0; i < rule.schema->columns.size(); ++i) {
         const ColumnInfo& ci = rule.schema->columns[i];
         if (const decoder::Column* known = find_column(*before, ci.name)) {
           padded_.push_back(*known);
         } else {
-          padded_.push_back(
-              decoder::Column{ci.name, column_name_json(ci.name), ci.type_oid, "null"});
+          padded_.push_back(decoder::Column{ci.name, rule.names_json[i], ci.type_oid, "null"});
         }
       }
       append_image(s.value, padded_, rule, err);

@@ -247,12 +247,9 @@ class EventRouter {
   std::string source_mid_;
   std::vector<std::string_view> key_order_;  // append_key's column order, reused
   std::vector<decoder::Column> padded_;      // a DELETE's key-only before with every column
-  std::unordered_map<std::string, std::string> name_json_cache_;  // column name → JSON token
   [[nodiscard]] bool debezium_format() const {
     return value_opts_.format == ValueFormat::kDebezium;
   }
-  /// A column name as a JSON string token (cached: the views stay valid).
-  std::string_view column_name_json(const std::string& name);
   std::uint64_t nan_as_null_ = 0;
   std::uint64_t outbox_updates_ignored_ = 0;
   std::unordered_set<std::string> nan_warned_;
