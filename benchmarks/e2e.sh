@@ -65,6 +65,12 @@ done
 t1=$(date +%s.%N)
 hwm_kb=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
 ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+# CPU per thread kind (walrelay's own thread, librdkafka's broker threads, ...), same clock ticks.
+threads=$(for t in /proc/"$pid"/task/*; do
+            name=$(sed 's/[0-9]*$//; s/\/.*//' "$t/comm")   # rdk:broker1 → rdk:broker
+            echo "$name $(sed 's/.*) //' "$t/stat" | awk '{print $12 + $13}')"
+          done | awk -v hz="$(getconf CLK_TCK)" '{s[$1] += $2} END {
+            for (n in s) printf "%s %.2fs, ", n, s[n] / hz }')
 kill -TERM "$pid"; wait "$pid" || true
 wr_secs=$(echo "$t1 - $t0" | bc -l)
 cpu_secs=$(echo "$ticks / $(getconf CLK_TCK)" | bc -l)
@@ -72,6 +78,7 @@ echo "walrelay end to end: ${wr_secs}s = $(echo "$rows / $wr_secs" | bc) rows/s"
      "($(echo "100 * $pg_secs / $wr_secs" | bc)% of PostgreSQL's decode rate)"
 echo "walrelay CPU: ${cpu_secs}s = $(echo "1000000 * $cpu_secs / $rows" | bc -l | cut -c1-5) µs per event;" \
      "peak RSS $((hwm_kb / 1024)) MB"
+echo "walrelay CPU by thread: ${threads%, }"
 sql "SELECT pg_drop_replication_slot('${run_id}_peek'), pg_drop_replication_slot('${run_id}')" \
   >/dev/null
 sql "DROP TABLE $run_id"

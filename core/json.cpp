@@ -1,6 +1,8 @@
 #include "walrelay/core/json.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace walrelay::json {
 
@@ -147,10 +149,36 @@ bool unescape_string(std::string_view token, std::string& out) {
   return true;
 }
 
+namespace {
+
+// True when a byte of `w` is >= 0xF0 (all four top bits set): those bytes are 0 in
+// (w & F0..) ^ F0.., and (v - 01..) & ~v & 80.. is non-zero exactly when v has a zero byte.
+constexpr bool has_lead4(std::uint64_t w) {
+  constexpr std::uint64_t kF0 = 0xF0F0F0F0F0F0F0F0ull;
+  const std::uint64_t v = (w & kF0) ^ kF0;
+  return ((v - 0x0101010101010101ull) & ~v & 0x8080808080808080ull) != 0;
+}
+
+// The first position at or after `i` of a byte >= 0xF0 (a 4-byte UTF-8 lead byte), or `n`.
+// Sixteen bytes a step: JSON text is mostly ASCII, and almost never has such a byte.
+std::size_t find_lead4(const char* p, std::size_t i, std::size_t n) {
+  constexpr std::uint64_t kHigh = 0x8080808080808080ull;
+  for (; i + 16 <= n; i += 16) {
+    std::uint64_t a = 0;
+    std::uint64_t b = 0;
+    std::memcpy(&a, p + i, 8);
+    std::memcpy(&b, p + i + 8, 8);
+    if (((a | b) & kHigh) != 0 && (has_lead4(a) || has_lead4(b))) break;
+  }
+  while (i < n && static_cast<unsigned char>(p[i]) < 0xF0) ++i;
+  return i;
+}
+
+}  // namespace
+
 void escape_supplementary(std::string& json, std::size_t from) {
-  std::size_t i = from;
   const std::size_t n = json.size();
-  while (i < n && static_cast<unsigned char>(json[i]) < 0xF0) ++i;
+  std::size_t i = find_lead4(json.data(), std::min(from, n), n);
   if (i >= n) return;
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;

@@ -13,6 +13,8 @@
 
 namespace walrelay::router {
 
+using namespace std::string_view_literals;
+
 namespace {
 
 bool valid_topic_char(char c) {
@@ -38,6 +40,14 @@ std::int64_t now_ns() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Monotonic time for rate limits where a few ms do not matter: CLOCK_MONOTONIC_COARSE is the
+// kernel's last tick, read without the hardware clock.
+std::chrono::nanoseconds coarse_monotonic() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 
 // Rounds toward negative infinity (times before 1970 stay ordered).
@@ -316,13 +326,19 @@ struct EventRouter::Rule {
   std::string source_schema;
   std::string source_table;
   std::string data_collection;  // "schema.table" for transaction metadata
+  // source's `<schema>,"table":<table>,"txId":` (JSON), written once: append_source's middle.
+  std::string source_names;
   bool outbox_update_warned = false;
   const config::OutboxConfig* outbox = nullptr;
   config::Operations ops;
   bool tombstones = true;
   std::vector<std::string> key_columns;  // configured (key_columns of the tables entry)
   bool identity_key_warned = false;      // a change keyed by its identity (see select_key)
-  std::chrono::steady_clock::time_point shape_verified{};  // last shape check of an UPDATE
+  // Last shape check of a partial UPDATE or DELETE (coarse_monotonic); none yet: nullopt.
+  std::optional<std::chrono::nanoseconds> shape_verified;
+  // The JSON tokens of `names_json_of`'s column names (a debezium DELETE's padded `before`).
+  const TableSchema* names_json_of = nullptr;
+  std::vector<std::string> names_json;
   std::string line_shape;  // a table the catalog does not know: its last INSERT's pk | columns
   std::vector<std::string> exclude;
   std::vector<std::string> mask;
@@ -330,6 +346,9 @@ struct EventRouter::Rule {
   std::string leaf_table;
   const TableSchema* schema = nullptr;
   std::string collision;  // set: the table cannot be published (topic clash or invalid topic)
+  // The types of the columns by their position in a change (see column_type): looked up in the
+  // type registry once per table shape, not per value.
+  mutable std::vector<ResolvedType> column_types;
 };
 
 struct EventRouter::Slot {
@@ -415,6 +434,10 @@ EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_vi
   r.source_schema = use_root ? r.schema->root_schema : r.leaf_schema;
   r.source_table = use_root ? r.schema->root_table : r.leaf_table;
   r.data_collection = r.source_schema + "." + r.source_table;
+  json::append_string(r.source_names, r.source_schema);
+  r.source_names += ",\"table\":";
+  json::append_string(r.source_names, r.source_table);
+  r.source_names += ",\"txId\":";
   const std::string tmpl = tc->topic.value_or("{prefix}.{schema}.{table}");
   for (std::size_t pos = 0; pos < tmpl.size();) {
     if (tmpl.compare(pos, 8, "{prefix}") == 0) {
@@ -462,6 +485,16 @@ EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_vi
 }
 
 EventRouter::Rule& EventRouter::rule_for(std::string_view schema, std::string_view table) {
+  // Consecutive changes are mostly of one table: two comparisons instead of a hash lookup.
+  if (last_rule_ != nullptr && last_rule_->leaf_table == table &&
+      last_rule_->leaf_schema == schema) {
+    return *last_rule_;
+  }
+  last_rule_ = &rule_lookup(schema, table);
+  return *last_rule_;
+}
+
+EventRouter::Rule& EventRouter::rule_lookup(std::string_view schema, std::string_view table) {
   lookup_.assign(schema);
   lookup_.push_back('\0');
   lookup_.append(table);
@@ -537,11 +570,18 @@ EventRouter::Slot& EventRouter::next_slot() {
     s.id = snapshot_->id;
     return s;
   }
-  // Row-change ids: the transaction's commit LSN and the record's index in the transaction.
-  char buf[17];
-  s.id.append(buf, commit_lsn_.format_to(buf));
-  s.id.push_back(':');
-  append_uint(s.id, record_index_++);
+  // Row-change ids: the transaction's commit LSN and the record's index in the transaction
+  // ("<commit LSN>:" formatted once per transaction).
+  if (id_prefix_.empty() || id_prefix_lsn_ != commit_lsn_) {
+    char buf[17];
+    id_prefix_.assign(buf, commit_lsn_.format_to(buf));
+    id_prefix_.push_back(':');
+    id_prefix_lsn_ = commit_lsn_;
+  }
+  char index[12];
+  s.id.append(id_prefix_);
+  s.id.append(index, static_cast<std::size_t>(
+                         std::to_chars(index, index + sizeof index, record_index_++).ptr - index));
   return s;
 }
 
@@ -685,12 +725,6 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route(const de
   return collect_records();
 }
 
-std::string_view EventRouter::column_name_json(const std::string& name) {
-  auto [it, inserted] = name_json_cache_.try_emplace(name);
-  if (inserted) json::append_string(it->second, name);
-  return it->second;
-}
-
 std::vector<std::string> EventRouter::key_columns_of(std::string_view schema,
                                                      std::string_view table) {
   const Rule& rule = rule_for(schema, table);
@@ -778,11 +812,21 @@ void EventRouter::append_image(std::string& out, const std::vector<decoder::Colu
         if (ci->not_null && col.is_null()) note_nan_as_null(rule, col);
       }
     }
-    if (!append_value(out, col.value, col.type_oid, typmod, types_, value_opts_, err)) {
+    if (!append_value(out, col.value, column_type(rule, i, col.type_oid, typmod), types_,
+                      value_opts_, err)) {
       err = "column " + std::string(col.name) + ": " + err;
     }
   }
   out.push_back('}');
+}
+
+const ResolvedType& EventRouter::column_type(const Rule& rule, std::size_t position,
+                                             std::uint32_t type_oid, std::int32_t typmod) {
+  auto& cache = rule.column_types;
+  if (position >= cache.size()) cache.resize(position + 1);
+  ResolvedType& t = cache[position];
+  if (!resolved_for(t, type_oid, typmod, types_)) t = resolve_type(type_oid, typmod, types_);
+  return t;
 }
 
 void EventRouter::note_nan_as_null(const Rule& rule, const decoder::Column& col) {
@@ -816,7 +860,8 @@ bool EventRouter::append_after_image(std::string& out, const decoder::Change& c,
   out.push_back('{');
   bool first = true;
   std::size_t cursor = 0;
-  for (const auto& sc : schema->columns) {
+  for (std::size_t position = 0; position < schema->columns.size(); ++position) {
+    const ColumnInfo& sc = schema->columns[position];
     const decoder::Column* col = nullptr;
     if (cursor < c.columns.size() && c.columns[cursor].name == sc.name) {
       col = &c.columns[cursor++];
@@ -843,7 +888,8 @@ bool EventRouter::append_after_image(std::string& out, const decoder::Change& c,
       out.push_back('"');
       continue;
     }
-    if (!append_value(out, src->value, src->type_oid, sc.typmod, types_, value_opts_, err)) {
+    if (!append_value(out, src->value, column_type(rule, position, src->type_oid, sc.typmod),
+                      types_, value_opts_, err)) {
       err = "column " + sc.name + ": " + err;
       return false;
     }
@@ -930,14 +976,16 @@ bool EventRouter::append_key(std::string& out, const std::vector<decoder::Column
       if (const ColumnInfo* ci = rule.schema->column(col->name)) typmod = ci->typmod;
     }
     const std::size_t at = out.size();
-    if (!append_value(out, col->value, col->type_oid, typmod, types_, value_opts_, err)) {
+    const ResolvedType& type =
+        column_type(rule, static_cast<std::size_t>(col - image.data()), col->type_oid, typmod);
+    if (!append_value(out, col->value, type, types_, value_opts_, err)) {
       err = "key column " + std::string(col->name) + ": " + err;
       return false;
     }
     if (header != nullptr) {
       append_connect_header_string(*header, col->name);
       header->push_back(':');
-      append_connect_header_value(*header, std::string_view(out).substr(at), *col, typmod);
+      append_connect_header_value(*header, std::string_view(out).substr(at), *col, type);
     }
   }
   out.push_back('}');
@@ -956,12 +1004,13 @@ void EventRouter::append_connect_header_string(std::string& out, std::string_vie
 }
 
 void EventRouter::append_connect_header_value(std::string& out, std::string_view json_value,
-                                              const decoder::Column& col, std::int32_t typmod) {
+                                              const decoder::Column& col,
+                                              const ResolvedType& type) {
   // What Connect's SimpleHeaderConverter (Values#append) prints for the key field Debezium put in
   // the header: a Decimal (numeric(p,s)) as BigDecimal#toString, a string with only `\` and `"`
   // escaped (control and non-BMP characters raw), everything else as its JSON.
-  const std::uint32_t base = types_.resolve_domain(col.type_oid);
-  if (typmod < 0 && base != col.type_oid) typmod = types_.domain_typmod(col.type_oid);
+  const std::uint32_t base = type.base_oid;
+  const std::int32_t typmod = type.value_typmod;  // a domain's when the column has none
   if (debezium_format() && value_opts_.decimal == DecimalHandling::kPrecise &&
       base == oid::kNumeric && typmod >= 4 && json_value.starts_with('"')) {
     scratch2_.clear();
@@ -1011,42 +1060,66 @@ void EventRouter::append_big_decimal_text(std::string& out, std::string_view tex
 }
 
 void EventRouter::append_source(std::string& out, const decoder::Change& c, const Rule& rule) {
-  out += "\"source\":{\"version\":";
-  json::append_string(out, settings_.version);
-  out += ",\"connector\":\"postgresql\",\"name\":";
-  json::append_string(out, settings_.topic_prefix);
-  out += ",\"ts_ms\":";
-  append_int(out, commit_ts_ms_);
-  out += ",\"snapshot\":\"";
-  out += snapshot_ != nullptr ? snapshot_->marker : std::string_view("false");
-  out += "\",\"db\":";
-  json::append_string(out, settings_.database);
-  // sequence: ["<last commit>","<change LSN>"] as a JSON string (see commit()); Debezium's
-  // snapshot records have no last commit: [null,"<snapshot LSN>"].
-  if (snapshot_ != nullptr || last_commit_end_.value() == 0) {
-    out += ",\"sequence\":\"[null,\\\"";
-  } else {
-    out += ",\"sequence\":\"[\\\"";
-    append_uint(out, last_commit_end_.value());
-    out += "\\\",\\\"";
+  // What only changes with the transaction (or the snapshot row's read time and marker) is
+  // written once into source_head_/source_mid_ and copied; the change's LSN is formatted once
+  // for its two places.
+  const std::string_view marker = snapshot_ != nullptr ? snapshot_->marker : "false";
+  const std::uint64_t last_commit =
+      snapshot_ != nullptr ? 0 : last_commit_end_.value();  // 0: null (see commit())
+  if (!source_cache_valid_ || source_ts_ms_ != commit_ts_ms_ || source_marker_ != marker ||
+      source_last_commit_ != last_commit) {
+    source_cache_valid_ = true;
+    source_ts_ms_ = commit_ts_ms_;
+    source_marker_.assign(marker);
+    source_last_commit_ = last_commit;
+    std::string& h = source_head_;
+    h = "\"source\":{\"version\":";
+    json::append_string(h, settings_.version);
+    h += ",\"connector\":\"postgresql\",\"name\":";
+    json::append_string(h, settings_.topic_prefix);
+    h += ",\"ts_ms\":";
+    append_int(h, commit_ts_ms_);
+    h += ",\"snapshot\":\"";
+    h += marker;
+    h += "\",\"db\":";
+    json::append_string(h, settings_.database);
+    // sequence: ["<last commit>","<change LSN>"] as a JSON string (see commit()); Debezium's
+    // snapshot records have no last commit: [null,"<snapshot LSN>"].
+    if (last_commit == 0) {
+      h += ",\"sequence\":\"[null,\\\"";
+    } else {
+      h += ",\"sequence\":\"[\\\"";
+      append_uint(h, last_commit);
+      h += "\\\",\\\"";
+    }
   }
-  append_uint(out, c.lsn.value());
-  // source.ts_us/ts_ns (Debezium 3): the same instant in µs and ns.
-  out += "\\\"]\",\"ts_us\":";
-  append_int(out, commit_ts_us_);
-  out += ",\"ts_ns\":";
-  append_int(out, commit_ts_us_);
-  out += "000,\"schema\":";
-  json::append_string(out, rule.source_schema);
-  out += ",\"table\":";
-  json::append_string(out, rule.source_table);
-  out += ",\"txId\":";
-  append_uint(out, c.xid);
-  out += ",\"lsn\":";
-  append_uint(out, c.lsn.value());
-  // origin/origin_lsn: the replication origin of a transaction replayed by a subscriber; wal2json
-  // does not report it, so null (README: where walrelay differs from Debezium).
-  out += ",\"xmin\":null,\"origin\":null,\"origin_lsn\":null}";
+  if (source_mid_ts_us_ != commit_ts_us_ || source_mid_.empty()) {
+    // source.ts_us/ts_ns (Debezium 3): the same instant in µs and ns.
+    source_mid_ts_us_ = commit_ts_us_;
+    source_mid_ = "\\\"]\",\"ts_us\":";
+    append_int(source_mid_, commit_ts_us_);
+    source_mid_ += ",\"ts_ns\":";
+    append_int(source_mid_, commit_ts_us_);
+    source_mid_ += "000,\"schema\":";
+  }
+  char lsn[24];
+  const auto lsn_len =
+      static_cast<std::size_t>(std::to_chars(lsn, lsn + sizeof lsn, c.lsn.value()).ptr - lsn);
+  out += source_head_;
+  out.append(lsn, lsn_len);
+  out += source_mid_;
+  out += rule.source_names;
+  // txId, lsn, and origin/origin_lsn: the replication origin of a transaction replayed by a
+  // subscriber; wal2json does not report it, so null (README: where walrelay differs from
+  // Debezium).
+  constexpr std::string_view kLsn = ",\"lsn\":";
+  constexpr std::string_view kEnd = ",\"xmin\":null,\"origin\":null,\"origin_lsn\":null}";
+  char buf[24 + kLsn.size() + sizeof lsn + kEnd.size()];
+  char* p = std::to_chars(buf, buf + 24, c.xid).ptr;
+  p = std::copy(kLsn.begin(), kLsn.end(), p);
+  p = std::copy(lsn, lsn + lsn_len, p);
+  p = std::copy(kEnd.begin(), kEnd.end(), p);
+  out.append(buf, static_cast<std::size_t>(p - buf));
 }
 
 void EventRouter::finish_row_record(Slot& s, const Rule& rule, bool has_key, char op) {
@@ -1075,19 +1148,42 @@ void EventRouter::finish_row_record(Slot& s, const Rule& rule, bool has_key, cha
     append_uint(s.value, *per_table);
     s.value.push_back('}');
   } else {
-    s.value += ",\"transaction\":null";
+    s.value.append(",\"transaction\":null"sv);
   }
-  s.value += ",\"op\":\"";
-  s.value.push_back(op);
-  // Processing time (one reading in ms, µs and ns), never before the source's time.
+  // `,"op":"c","ts_ms":…,"ts_us":…,"ts_ns":…}`: processing time, one reading in ms, µs and ns,
+  // never before the source's time. The ns digits are formatted once: ms and µs are their
+  // prefixes (floor division of a positive number by 10^6 and 10^3).
   const std::int64_t ns = std::max(now_ns(), commit_ts_us_ * 1000);
-  s.value += "\",\"ts_ms\":";
-  append_int(s.value, floor_div(ns, 1'000'000));
-  s.value += ",\"ts_us\":";
-  append_int(s.value, floor_div(ns, 1000));
-  s.value += ",\"ts_ns\":";
-  append_int(s.value, ns);
-  s.value.push_back('}');
+  char digits[24];
+  const auto n =
+      static_cast<std::size_t>(std::to_chars(digits, digits + sizeof digits, ns).ptr - digits);
+  if (ns < 1'000'000) {
+    s.value += ",\"op\":\"";
+    s.value.push_back(op);
+    s.value += "\",\"ts_ms\":";
+    append_int(s.value, floor_div(ns, 1'000'000));
+    s.value += ",\"ts_us\":";
+    append_int(s.value, floor_div(ns, 1000));
+    s.value += ",\"ts_ns\":";
+    s.value.append(digits, n);
+    s.value.push_back('}');
+  } else {
+    constexpr std::string_view kOp = ",\"op\":\"";
+    constexpr std::string_view kMs = "\",\"ts_ms\":";
+    constexpr std::string_view kUs = ",\"ts_us\":";
+    constexpr std::string_view kNs = ",\"ts_ns\":";
+    char buf[kOp.size() + 1 + kMs.size() + kUs.size() + kNs.size() + 3 * sizeof digits + 1];
+    char* p = std::copy(kOp.begin(), kOp.end(), buf);
+    *p++ = op;
+    p = std::copy(kMs.begin(), kMs.end(), p);
+    p = std::copy(digits, digits + n - 6, p);
+    p = std::copy(kUs.begin(), kUs.end(), p);
+    p = std::copy(digits, digits + n - 3, p);
+    p = std::copy(kNs.begin(), kNs.end(), p);
+    p = std::copy(digits, digits + n, p);
+    *p++ = '}';
+    s.value.append(buf, static_cast<std::size_t>(p - buf));
+  }
   s.timestamp_ms = commit_ts_ms_;
 }
 
@@ -1129,8 +1225,8 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
         (c.action == decoder::Action::kDelete && debezium_format() &&
          c.identity.size() < rule.schema->columns.size());
     if (!refresh && partial) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now - rule.shape_verified >= std::chrono::seconds(1)) {
+      const auto now = coarse_monotonic();
+      if (!rule.shape_verified || now - *rule.shape_verified >= std::chrono::seconds(1)) {
         rule.shape_verified = now;
         refresh = true;
       }
@@ -1201,7 +1297,7 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
     // The key's bytes as Debezium's JsonConverter (Jackson) writes them, in both formats: the
     // bytes decide the partition and the compacted-topic identity.
     json::escape_supplementary(s.key);
-    s.value = "{\"before\":";
+    s.value.assign("{\"before\":"sv);
     // Under REPLICA IDENTITY DEFAULT (or an index) the old row is only its key. Debezium's
     // format writes `before: null` for an UPDATE then, and for a DELETE every column with the
     // non-key ones null; the native format keeps what is known, the key columns only (a value
@@ -1210,27 +1306,34 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
                                  before->size() < rule.schema->columns.size();
     if (before == nullptr || before->empty() ||
         (key_only_before && debezium_format() && op == 'u')) {
-      s.value += "null";
+      s.value.append("null"sv);
     } else if (key_only_before && debezium_format() && op == 'd') {
       padded_.clear();
+      if (rule.names_json_of != rule.schema) {
+        // Once per table shape (the provider never reuses a shape's address).
+        rule.names_json.clear();
+        for (const ColumnInfo& ci : rule.schema->columns) {
+          json::append_string(rule.names_json.emplace_back(), ci.name);
+        }
+        rule.names_json_of = rule.schema;
+      }
       for (std::size_t i = 0; i < rule.schema->columns.size(); ++i) {
         const ColumnInfo& ci = rule.schema->columns[i];
         if (const decoder::Column* known = find_column(*before, ci.name)) {
           padded_.push_back(*known);
         } else {
-          padded_.push_back(
-              decoder::Column{ci.name, column_name_json(ci.name), ci.type_oid, "null"});
+          padded_.push_back(decoder::Column{ci.name, rule.names_json[i], ci.type_oid, "null"});
         }
       }
       append_image(s.value, padded_, rule, err);
     } else {
       append_image(s.value, *before, rule, err);
     }
-    s.value += ",\"after\":";
+    s.value.append(",\"after\":"sv);
     if (after) {
       if (!append_after_image(s.value, c, rule, err)) return false;
     } else {
-      s.value += "null";
+      s.value.append("null"sv);
     }
     if (!err.empty()) return false;
     s.value.push_back(',');

@@ -73,6 +73,7 @@ void TypeRegistry::add(TypeInfo info) {
   const std::string_view name = info.name;
   if (info.kind == 'b' && (name == "hstore" || name.ends_with(".hstore"))) hstore_oid_ = key;
   types_.insert_or_assign(key, std::move(info));
+  ++generation_;
 }
 
 const TypeInfo* TypeRegistry::find(std::uint32_t type_oid) const {

@@ -42,15 +42,6 @@ void append_int(std::string& out, std::int64_t v) {
   out.append(buf, static_cast<std::size_t>(r.ptr - buf));
 }
 
-/// Appends `v` as at least `width` decimal digits (zero padded); `v` >= 0.
-void append_padded(std::string& out, std::int64_t v, int width) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  const auto len = static_cast<int>(r.ptr - buf);
-  for (int i = len; i < width; ++i) out.push_back('0');
-  out.append(buf, static_cast<std::size_t>(len));
-}
-
 /// Parses all of `s` as an unsigned decimal number; false when empty, not digits or too big.
 bool parse_uint(std::string_view s, std::int64_t& v) {
   if (s.empty()) return false;
@@ -61,6 +52,23 @@ bool parse_uint(std::string_view s, std::int64_t& v) {
     v = v * 10 + (c - '0');
   }
   return true;
+}
+
+/// The two decimal digits at s[pos], s[pos + 1] (the caller has checked they exist); false when
+/// either is not a digit (as parse_uint of those two characters).
+bool parse_2digits(std::string_view s, std::size_t pos, std::int64_t& v) {
+  const auto hi = static_cast<unsigned>(s[pos] - '0');
+  const auto lo = static_cast<unsigned>(s[pos + 1] - '0');
+  if (hi > 9 || lo > 9) return false;
+  v = hi * 10 + lo;
+  return true;
+}
+
+/// Writes `v` (0 <= v < 100) as two digits at `p`; returns the end.
+char* put_2digits(char* p, std::int64_t v) {
+  p[0] = static_cast<char>('0' + v / 10);
+  p[1] = static_cast<char>('0' + v % 10);
+  return p + 2;
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -371,8 +379,8 @@ bool parse_date_part(std::string_view& s, std::int64_t& year, unsigned& month, u
   if (i < 4 || i > 7 || i + 6 > s.size() || s[i] != '-' || s[i + 3] != '-') return false;
   std::int64_t m = 0;
   std::int64_t d = 0;
-  if (!parse_uint(s.substr(0, i), year) || !parse_uint(s.substr(i + 1, 2), m) ||
-      !parse_uint(s.substr(i + 4, 2), d) || m < 1 || m > 12 || d < 1 || d > 31)
+  if (!parse_uint(s.substr(0, i), year) || !parse_2digits(s, i + 1, m) ||
+      !parse_2digits(s, i + 4, d) || m < 1 || m > 12 || d < 1 || d > 31)
     return false;
   month = static_cast<unsigned>(m);
   day = static_cast<unsigned>(d);
@@ -387,8 +395,8 @@ bool parse_time_part(std::string_view& s, std::int64_t& micros) {
   std::int64_t h = 0;
   std::int64_t m = 0;
   std::int64_t sec = 0;
-  if (!parse_uint(s.substr(0, 2), h) || !parse_uint(s.substr(3, 2), m) ||
-      !parse_uint(s.substr(6, 2), sec) || h > 24 || m > 59 || sec > 60)
+  if (!parse_2digits(s, 0, h) || !parse_2digits(s, 3, m) || !parse_2digits(s, 6, sec) || h > 24 ||
+      m > 59 || sec > 60)
     return false;
   std::size_t i = 8;
   std::int64_t f = 0;
@@ -414,13 +422,13 @@ bool parse_offset(std::string_view& s, std::int64_t& seconds) {
   std::int64_t h = 0;
   std::int64_t m = 0;
   std::int64_t sec = 0;
-  if (!parse_uint(s.substr(1, 2), h)) return false;
+  if (!parse_2digits(s, 1, h)) return false;
   std::size_t i = 3;
   if (i + 3 <= s.size() && s[i] == ':') {
-    if (!parse_uint(s.substr(i + 1, 2), m)) return false;
+    if (!parse_2digits(s, i + 1, m)) return false;
     i += 3;
     if (i + 3 <= s.size() && s[i] == ':') {
-      if (!parse_uint(s.substr(i + 1, 2), sec)) return false;
+      if (!parse_2digits(s, i + 1, sec)) return false;
       i += 3;
     }
   }
@@ -451,21 +459,37 @@ bool parse_date(std::string_view s, std::int64_t& days) {
   return true;
 }
 
-/// timestamp / timestamptz text -> days since 1970-01-01 and microseconds into that day (local
-/// time for timestamp; UTC for timestamptz, the offset applied). False on shape errors.
-bool parse_timestamp(std::string_view s, bool with_zone, std::int64_t& days, std::int64_t& tod) {
-  const bool bc = strip_bc(s);
+/// A timestamp / timestamptz text taken apart by parse_timestamp.
+struct TimestampParts {
+  std::int64_t days = 0;    ///< days since 1970-01-01 (UTC for timestamptz)
+  std::int64_t tod = 0;     ///< microseconds into that day
+  std::int64_t offset = 0;  ///< the text's offset in seconds east of UTC (timestamptz)
+  bool bc = false;          ///< the text ends in " BC"
+  std::string_view date;    ///< the text's "YYYY-MM-DD" (without " BC")
+  std::string_view clock;   ///< the text's "HH:MM:SS[.f]"
+};
+
+/// timestamp / timestamptz text -> its parts (days and time of day local for timestamp; UTC for
+/// timestamptz, the offset applied). False on shape errors.
+bool parse_timestamp(std::string_view s, bool with_zone, TimestampParts& t) {
+  t.bc = strip_bc(s);
   std::int64_t year = 0;
   unsigned month = 0;
   unsigned day = 0;
+  const std::string_view whole = s;
   if (!parse_date_part(s, year, month, day) || s.empty() || s[0] != ' ') return false;
+  t.date = whole.substr(0, whole.size() - s.size());
   s.remove_prefix(1);
+  const std::string_view clock = s;
+  std::int64_t tod = 0;
   if (!parse_time_part(s, tod)) return false;
+  t.clock = clock.substr(0, clock.size() - s.size());
   std::int64_t offset = 0;
   if (with_zone && !parse_offset(s, offset)) return false;
   if (!s.empty()) return false;
-  if (bc) year = 1 - year;
-  days = days_from_civil(year, month, day);
+  if (t.bc) year = 1 - year;
+  std::int64_t days = days_from_civil(year, month, day);
+  t.offset = offset;
   tod -= offset * kMicrosPerSecond;  // |offset| < 1 day, 0 <= tod <= 1 day
   while (tod < 0) {
     tod += kMicrosPerDay;
@@ -475,65 +499,57 @@ bool parse_timestamp(std::string_view s, bool with_zone, std::int64_t& days, std
     tod -= kMicrosPerDay;
     ++days;
   }
+  t.days = days;
+  t.tod = tod;
   return true;
 }
 
 /// java.time ISO_LOCAL_TIME fraction: nothing when zero, else 1-9 digits without trailing zeros
 /// (DateTimeFormatterBuilder#appendFraction(NANO_OF_SECOND, 0, 9, true)); or exactly `width`
-/// digits when 1 <= width <= 9 (appendFraction(NANO_OF_SECOND, width, width, true)).
-void append_fraction(std::string& out, std::int64_t micros_of_second, int width) {
-  char digits[9];
+/// digits when 1 <= width <= 9 (appendFraction(NANO_OF_SECOND, width, width, true)). Writes at
+/// most 10 characters at `p`; returns the end.
+char* put_fraction(char* p, std::int64_t micros_of_second, int width) {
+  int len = 0;
+  if (width >= 1 && width <= 9) {
+    len = width;
+  } else {
+    if (micros_of_second == 0) return p;
+    len = 9;
+  }
+  char* digits = p + 1;
   std::int64_t nanos = micros_of_second * 1000;
   for (int i = 8; i >= 0; --i) {
     digits[i] = static_cast<char>('0' + nanos % 10);
     nanos /= 10;
   }
-  int len = 0;
-  if (width >= 1 && width <= 9) {
-    len = width;
-  } else {
-    if (micros_of_second == 0) return;
-    len = 9;
+  if (!(width >= 1 && width <= 9)) {
     while (len > 0 && digits[len - 1] == '0') --len;
   }
-  out.push_back('.');
-  out.append(digits, static_cast<std::size_t>(len));
+  *p = '.';
+  return digits + len;
 }
 
-/// HH:mm:ss[.fraction] of a microsecond-of-day value (0 <= v < 86400e6).
-void append_clock(std::string& out, std::int64_t micros_of_day, int width) {
+/// HH:mm:ss[.fraction] of a microsecond-of-day value (0 <= v < 86400e6, or 24:00:00 exactly):
+/// at most 18 characters at `p`; returns the end.
+char* put_clock(char* p, std::int64_t micros_of_day, int width) {
   const std::int64_t secs = micros_of_day / kMicrosPerSecond;
-  append_padded(out, secs / 3600, 2);
-  out.push_back(':');
-  append_padded(out, secs / 60 % 60, 2);
-  out.push_back(':');
-  append_padded(out, secs % 60, 2);
-  append_fraction(out, micros_of_day % kMicrosPerSecond, width);
+  p = put_2digits(p, secs / 3600);
+  *p++ = ':';
+  p = put_2digits(p, secs / 60 % 60);
+  *p++ = ':';
+  p = put_2digits(p, secs % 60);
+  return put_fraction(p, micros_of_day % kMicrosPerSecond, width);
+}
+
+void append_clock(std::string& out, std::int64_t micros_of_day, int width) {
+  char buf[24];
+  out.append(buf, static_cast<std::size_t>(put_clock(buf, micros_of_day, width) - buf));
 }
 
 // ------------------------------------------------------------------------------------------------
 // Type classification
 
-enum class Kind : std::uint8_t {
-  kInt,
-  kFloat,
-  kNumeric,
-  kMoney,
-  kBool,
-  kJson,
-  kBytea,
-  kDate,
-  kTime,
-  kTimetz,
-  kTimestamp,
-  kTimestamptz,
-  kInterval,
-  kArray,
-  kBits,    // bit, varbit
-  kPoint,   // point
-  kHstore,  // the hstore extension's type
-  kText,
-};
+using Kind = ValueKind;
 
 struct Resolved {
   Kind kind = Kind::kText;
@@ -789,46 +805,42 @@ bool map_timestamp(std::string& out, std::string_view text, bool with_zone, std:
     }
     return true;
   }
-  std::int64_t days = 0;
-  std::int64_t tod = 0;
-  if (!parse_timestamp(text, with_zone, days, tod))
+  TimestampParts t;
+  if (!parse_timestamp(text, with_zone, t))
     return fail(ctx, oid_for_error, text, "not an ISO timestamp");
+  const std::int64_t days = t.days;
+  const std::int64_t tod = t.tod;
 
   if (!debezium) {
-    std::string_view s = text;
-    if (strip_bc(s)) {
+    if (t.bc) {
       // No ISO 8601 form that every consumer agrees on for BC; keep PostgreSQL's text.
       json::append_string(out, text);
       return true;
     }
     // "YYYY-MM-DD HH:MM:SS[.f]" -> "YYYY-MM-DDTHH:MM:SS[.f]" (+ "Z" / "+HH:MM[:SS]").
-    const std::size_t space = s.find(' ');
-    out.push_back('"');
-    out.append(s.substr(0, space));
-    out.push_back('T');
-    std::string_view rest = s.substr(space + 1);
-    std::int64_t clock_us = 0;
-    std::string_view clock = rest;
-    parse_time_part(rest, clock_us);
-    out.append(clock.substr(0, clock.size() - rest.size()));
+    char buf[16];
+    char* p = buf;
     if (with_zone) {
-      std::int64_t off = 0;
-      parse_offset(rest, off);
-      if (off == 0) {
-        out.push_back('Z');
+      if (t.offset == 0) {
+        *p++ = 'Z';
       } else {
-        const std::int64_t a = off < 0 ? -off : off;
-        out.push_back(off < 0 ? '-' : '+');
-        append_padded(out, a / 3600, 2);
-        out.push_back(':');
-        append_padded(out, a / 60 % 60, 2);
+        const std::int64_t a = t.offset < 0 ? -t.offset : t.offset;
+        *p++ = t.offset < 0 ? '-' : '+';
+        p = put_2digits(p, a / 3600);
+        *p++ = ':';
+        p = put_2digits(p, a / 60 % 60);
         if (a % 60 != 0) {
-          out.push_back(':');
-          append_padded(out, a % 60, 2);
+          *p++ = ':';
+          p = put_2digits(p, a % 60);
         }
       }
     }
+    *p++ = '"';
     out.push_back('"');
+    out.append(t.date);
+    out.push_back('T');
+    out.append(t.clock);
+    out.append(buf, static_cast<std::size_t>(p - buf));
     return true;
   }
 
@@ -853,17 +865,26 @@ bool map_timestamp(std::string& out, std::string_view text, bool with_zone, std:
   // 1 <= p <= 9, ISO_OFFSET_DATE_TIME (no fraction when zero) for p = 0. Years beyond 9999 get
   // a '+' and BC years a '-' (ISO_LOCAL_DATE, SignStyle.EXCEEDS_PAD).
   const Civil c = civil_from_days(days);
-  out.push_back('"');
-  if (c.year > 9999) out.push_back('+');
-  if (c.year < 0) out.push_back('-');
-  append_padded(out, c.year < 0 ? -c.year : c.year, 4);
-  out.push_back('-');
-  append_padded(out, c.month, 2);
-  out.push_back('-');
-  append_padded(out, c.day, 2);
-  out.push_back('T');
-  append_clock(out, tod, precision);
-  out += "Z\"";
+  char buf[64];
+  char* p = buf;
+  *p++ = '"';
+  if (c.year > 9999) *p++ = '+';
+  if (c.year < 0) *p++ = '-';
+  const std::int64_t year = c.year < 0 ? -c.year : c.year;
+  if (year < 1000) {
+    // Zero padded to four digits.
+    for (std::int64_t scale = 1000; scale > 1 && year < scale; scale /= 10) *p++ = '0';
+  }
+  p = std::to_chars(p, buf + 24, year).ptr;
+  *p++ = '-';
+  p = put_2digits(p, c.month);
+  *p++ = '-';
+  p = put_2digits(p, c.day);
+  *p++ = 'T';
+  p = put_clock(p, tod, precision);
+  *p++ = 'Z';
+  *p++ = '"';
+  out.append(buf, static_cast<std::size_t>(p - buf));
   return true;
 }
 
@@ -1283,6 +1304,20 @@ bool map_array(std::string& out, std::string_view text, const Resolved& r, std::
 
 }  // namespace
 
+ResolvedType resolve_type(std::uint32_t type_oid, std::int32_t typmod, const TypeRegistry& types) {
+  const Resolved r = classify(type_oid, types);
+  ResolvedType t;
+  t.type_oid = type_oid;
+  t.typmod = typmod;
+  t.kind = r.kind;
+  t.base_oid = r.oid;
+  t.element = r.element;
+  // A domain column has no modifier of its own (atttypmod -1): use its base type's.
+  t.value_typmod = typmod < 0 && r.oid != type_oid ? types.domain_typmod(type_oid) : typmod;
+  t.generation = types.generation();
+  return t;
+}
+
 bool append_value(std::string& out, std::string_view token, std::uint32_t type_oid,
                   std::int32_t typmod, const TypeRegistry& types, const ValueMappingOptions& opts,
                   std::string& error) {
@@ -1290,8 +1325,17 @@ bool append_value(std::string& out, std::string_view token, std::uint32_t type_o
     out += "null";
     return true;
   }
-  Ctx ctx{types, opts, error, type_oid};
-  const Resolved r = classify(type_oid, types);
+  return append_value(out, token, resolve_type(type_oid, typmod, types), types, opts, error);
+}
+
+bool append_value(std::string& out, std::string_view token, const ResolvedType& type,
+                  const TypeRegistry& types, const ValueMappingOptions& opts, std::string& error) {
+  if (token == "null") {
+    out.append(token);
+    return true;
+  }
+  Ctx ctx{types, opts, error, type.type_oid};
+  const Resolved r{type.kind, type.base_oid, type.element};
   const bool quoted = json::is_string_token(token);
 
   // Fast paths: the token already is the JSON we want.
@@ -1311,15 +1355,13 @@ bool append_value(std::string& out, std::string_view token, std::uint32_t type_o
     auto& buf = tl_text;
     buf.clear();
     if (!json::unescape_string(token, buf))
-      return fail(ctx, type_oid, token, "malformed JSON string token");
+      return fail(ctx, type.type_oid, token, "malformed JSON string token");
     text = buf;
   } else if (r.kind != Kind::kInt && r.kind != Kind::kFloat && r.kind != Kind::kNumeric &&
              r.kind != Kind::kBool) {
-    return fail(ctx, type_oid, token, "expected a JSON string token");
+    return fail(ctx, type.type_oid, token, "expected a JSON string token");
   }
-  // A domain column has no modifier of its own (atttypmod -1): use its base type's.
-  if (typmod < 0 && r.oid != type_oid) typmod = types.domain_typmod(type_oid);
-  return map_scalar(out, text, !quoted, r, typmod, ctx);
+  return map_scalar(out, text, !quoted, r, type.value_typmod, ctx);
 }
 
 }  // namespace walrelay::router

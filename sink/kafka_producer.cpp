@@ -237,11 +237,19 @@ int KafkaProducer::outstanding() const {
 }
 
 rd_kafka_topic_t* KafkaProducer::topic_handle(std::string_view name) {
-  if (auto it = topics_.find(name); it != topics_.end()) return it->second;
-  std::string owned(name);
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_, owned.c_str(), nullptr);
-  if (rkt == nullptr) return nullptr;
-  topics_.emplace(std::move(owned), rkt);
+  // Consecutive records mostly go to one topic: a comparison instead of hashing the name.
+  if (last_topic_ != nullptr && name == last_topic_name_) return last_topic_;
+  rd_kafka_topic_t* rkt = nullptr;
+  if (auto it = topics_.find(name); it != topics_.end()) {
+    rkt = it->second;
+    last_topic_name_ = it->first;
+  } else {
+    std::string owned(name);
+    rkt = rd_kafka_topic_new(rk_, owned.c_str(), nullptr);
+    if (rkt == nullptr) return nullptr;
+    last_topic_name_ = topics_.emplace(std::move(owned), rkt).first->first;
+  }
+  last_topic_ = rkt;
   return rkt;
 }
 

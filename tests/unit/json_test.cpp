@@ -49,3 +49,25 @@ TEST(Json, EscapesCharactersOutsideTheBmpAsJacksonDoes) {
   walrelay::json::escape_supplementary(tail, 5);
   EXPECT_EQ(tail, "\xF0\x9F\x98\x80|\\uD83D\\uDE00|\xF0\x9F");
 }
+
+TEST(Json, EscapeSupplementaryFindsEveryLeadByteInLongText) {
+  // The scan reads sixteen bytes a step: a 4-byte sequence at every offset of a long text, next
+  // to 2- and 3-byte characters (left as they are), must be found whatever its alignment.
+  const std::string emoji = "\xF0\x9F\x98\x80";
+  const std::string bmp = "\xC3\xA9\xE2\x82\xAC\xEF\xBF\xBF";  // é € U+FFFF
+  for (std::size_t at = 0; at < 40; ++at) {
+    std::string s = std::string(at, 'a') + bmp + emoji + std::string(40 - at, 'b');
+    json::escape_supplementary(s);
+    EXPECT_EQ(s, std::string(at, 'a') + bmp + "\\uD83D\\uDE00" + std::string(40 - at, 'b'))
+        << "at " << at;
+  }
+  // Bytes >= 0xF0 that do not start a valid sequence are found but left as they are.
+  std::string odd = std::string(20, 'x') + "\xF8\xFF\xF5\x80\x80\x80" + std::string(20, 'y');
+  const std::string before = odd;
+  json::escape_supplementary(odd);
+  EXPECT_EQ(odd, before);
+  // An offset past the end changes nothing.
+  std::string short_text = emoji;
+  json::escape_supplementary(short_text, 10);
+  EXPECT_EQ(short_text, emoji);
+}

@@ -645,8 +645,14 @@ TEST(Router, SnapshotRowIsAReadEventBuiltLikeAStreamedRow) {
       v,
       R"("ts_ms":1700000000000,"snapshot":"first","db":"app","sequence":"[null,\"4096\"]","ts_us":1700000000000123,"ts_ns":1700000000000123000,"schema":"public","table":"invoices","txId":77,"lsn":4096,"xmin":null,"origin":null,"origin_lsn":null},"transaction":null,"op":"r","ts_ms":)"))
       << v;
-  // The streaming transaction around it is untouched: its next record keeps counting.
-  EXPECT_EQ(h.route(kInsert)[0].headers["id"], "0/26B3D938:2");
+  // The streaming transaction around it is untouched: its next record keeps counting, and its
+  // source is the transaction's again (not the snapshot row's time, marker or sequence).
+  auto again = h.route(kInsert);
+  EXPECT_EQ(again[0].headers["id"], "0/26B3D938:2");
+  EXPECT_TRUE(has(
+      *again[0].value,
+      R"("ts_ms":1795997677104,"snapshot":"false","db":"app","sequence":"[null,\"649321032\"]","ts_us":1795997677104367,"ts_ns":1795997677104367000,"schema":"public","table":"invoices","txId":1031,"lsn":649321032,"xmin":null,"origin":null,"origin_lsn":null})"))
+      << *again[0].value;
 }
 
 TEST(Router, SnapshotOfAnOutboxTableGivesNothing) {
@@ -709,4 +715,32 @@ TEST(Router, KeyChangeHeadersAreConnectsHeaderTextInDebeziumFormat) {
   EXPECT_EQ(out[0].key, R"({"k":"a\"b\t","n":"AA=="})");  // JsonConverter: Decimal 0.00 = 0
   EXPECT_EQ(out[0].headers["__debezium.newkey"], "{\"k\":\"a\\\"b\t\",\"n\":13.50}");
   EXPECT_EQ(out[2].headers["__debezium.oldkey"], "{\"k\":\"a\\\"b\t\",\"n\":0.00}");
+}
+
+TEST(Router, ColumnTypesAreLookedUpAgainWhenTheRegistryLearnsAType) {
+  // The router keeps each column's resolved type per table; a type the registry learns later
+  // (an OID first seen unknown, then read from pg_type) must change how the next row is mapped.
+  Harness h;
+  const std::string line =
+      R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"invoices","columns":[{"name":"id","typeoid":23,"value":7},{"name":"qty","typeoid":90001,"value":"5"}],"pk":[{"name":"id","typeoid":23}]})";
+  auto before = h.route(line);
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_TRUE(has(*before[0].value, R"("after":{"id":7,"qty":"5"})")) << *before[0].value;
+  walrelay::router::TypeInfo domain;
+  domain.oid = 90001;
+  domain.name = "qty_t";
+  domain.category = 'N';
+  domain.kind = 'd';
+  domain.base = 23;  // a domain over integer: wal2json prints it as a string, mapped as a number
+  h.types.add(domain);
+  auto after = h.route(line);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_TRUE(has(*after[0].value, R"("after":{"id":7,"qty":5})")) << *after[0].value;
+  // And a column whose type changes at the same position (ALTER COLUMN TYPE) is mapped by its new
+  // type.
+  const std::string altered =
+      R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"invoices","columns":[{"name":"id","typeoid":23,"value":7},{"name":"qty","typeoid":25,"value":"5"}],"pk":[{"name":"id","typeoid":23}]})";
+  auto text = h.route(altered);
+  ASSERT_EQ(text.size(), 1u);
+  EXPECT_TRUE(has(*text[0].value, R"("after":{"id":7,"qty":"5"})")) << *text[0].value;
 }

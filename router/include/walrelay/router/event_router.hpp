@@ -150,6 +150,7 @@ class EventRouter {
   struct Rule;
   struct Slot;
   Rule& rule_for(std::string_view schema, std::string_view table);
+  Rule& rule_lookup(std::string_view schema, std::string_view table);  ///< rule_for's hash lookup
   Rule make_rule(std::string_view schema, std::string_view table);
   std::expected<void, MappingError> route_row(const decoder::Change& c, Rule& rule);
   std::expected<void, MappingError> route_outbox_row(const decoder::Change& c, const Rule& rule);
@@ -180,7 +181,11 @@ class EventRouter {
                   std::string& err, std::string* header = nullptr);
   static void append_connect_header_string(std::string& out, std::string_view text);
   void append_connect_header_value(std::string& out, std::string_view json_value,
-                                   const decoder::Column& col, std::int32_t typmod);
+                                   const decoder::Column& col, const ResolvedType& type);
+  /// The type of the column at `position` of `rule`'s changes, from the rule's cache (looked up
+  /// again when the column's type or typmod differs, or the registry has changed since).
+  const ResolvedType& column_type(const Rule& rule, std::size_t position, std::uint32_t type_oid,
+                                  std::int32_t typmod);
   static void append_big_decimal_text(std::string& out, std::string_view text);
   void append_source(std::string& out, const decoder::Change& c, const Rule& rule);
   void finish_row_record(Slot& s, const Rule& rule, bool has_key, char op);
@@ -205,6 +210,7 @@ class EventRouter {
   std::vector<std::unique_ptr<Rule>> rule_storage_;
   std::unordered_map<std::string, std::string> topic_owner_;  // row topic -> "schema.table"
   std::string lookup_;
+  Rule* last_rule_ = nullptr;  // the rule rule_for returned last (rules live as long as the router)
 
   // The open transaction.
   std::uint64_t xid_ = 0;
@@ -218,7 +224,9 @@ class EventRouter {
   std::uint32_t record_index_ = 0;  // records published in this transaction (ids)
   std::uint32_t event_count_ = 0;   // data events (transaction metadata total_order)
   bool begin_emitted_ = false;
-  std::string txn_id_;  // "<xid>:<commit lsn>" for transaction metadata
+  std::string txn_id_;     // "<xid>:<commit lsn>" for transaction metadata
+  std::string id_prefix_;  // "<commit lsn>:" of row-change record ids (next_slot)
+  Lsn id_prefix_lsn_;
   std::vector<std::pair<std::string, std::uint32_t>> collection_counts_;
   std::vector<std::string> truncated_;  // tables TRUNCATEd in this transaction (partition roots)
   const SnapshotRead* snapshot_ = nullptr;  // set while route_snapshot runs
@@ -229,14 +237,19 @@ class EventRouter {
   std::vector<Record> records_;
   std::string scratch_;
   std::string scratch2_;
+  // append_source's parts that change only with the transaction (see there), and their inputs.
+  bool source_cache_valid_ = false;
+  std::int64_t source_ts_ms_ = 0;
+  std::string source_marker_;
+  std::uint64_t source_last_commit_ = 0;
+  std::string source_head_;
+  std::int64_t source_mid_ts_us_ = 0;
+  std::string source_mid_;
   std::vector<std::string_view> key_order_;  // append_key's column order, reused
   std::vector<decoder::Column> padded_;      // a DELETE's key-only before with every column
-  std::unordered_map<std::string, std::string> name_json_cache_;  // column name → JSON token
   [[nodiscard]] bool debezium_format() const {
     return value_opts_.format == ValueFormat::kDebezium;
   }
-  /// A column name as a JSON string token (cached: the views stay valid).
-  std::string_view column_name_json(const std::string& name);
   std::uint64_t nan_as_null_ = 0;
   std::uint64_t outbox_updates_ignored_ = 0;
   std::unordered_set<std::string> nan_warned_;

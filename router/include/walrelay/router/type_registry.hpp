@@ -66,6 +66,10 @@ class TypeRegistry {
   /// The OID of the hstore extension's type, 0 when not known (extension types have no fixed OID).
   [[nodiscard]] std::uint32_t hstore_oid() const { return hstore_oid_; }
 
+  /// Counts the calls of `add`: what was looked up (e.g. a ResolvedType) at one generation may be
+  /// out of date at another.
+  [[nodiscard]] std::uint64_t generation() const { return generation_; }
+
   /// The type, or nullptr when unknown.
   [[nodiscard]] const TypeInfo* find(std::uint32_t type_oid) const;
 
@@ -83,6 +87,7 @@ class TypeRegistry {
  private:
   std::unordered_map<std::uint32_t, TypeInfo> types_;
   std::uint32_t hstore_oid_ = 0;
+  std::uint64_t generation_ = 0;
 };
 
 }  // namespace walrelay::router

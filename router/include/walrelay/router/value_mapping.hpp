@@ -35,6 +35,52 @@ struct ValueMappingOptions {
   bool json_as_document = false;
 };
 
+/// How a type's values are mapped (the rules listed at append_value), after following domains.
+enum class ValueKind : std::uint8_t {
+  kInt,          ///< int2, int4, int8, oid
+  kFloat,        ///< float4, float8
+  kNumeric,      ///< numeric
+  kMoney,        ///< money
+  kBool,         ///< bool
+  kJson,         ///< json, jsonb
+  kBytea,        ///< bytea
+  kDate,         ///< date
+  kTime,         ///< time
+  kTimetz,       ///< timetz
+  kTimestamp,    ///< timestamp
+  kTimestamptz,  ///< timestamptz
+  kInterval,     ///< interval
+  kArray,        ///< an array type (category 'A' with an element type)
+  kBits,         ///< bit, varbit
+  kPoint,        ///< point
+  kHstore,       ///< the hstore extension's type
+  kText,         ///< everything else: the string token as it is
+};
+
+/// A column's type as append_value needs it, looked up in the TypeRegistry once: callers that map
+/// many values of one column (the router, per table column) keep it and skip the registry's hash
+/// lookups per value. Made by resolve_type; valid while `types.generation()` equals `generation`.
+struct ResolvedType {
+  std::uint32_t type_oid = 0;  ///< the column's declared type (as passed to resolve_type)
+  std::int32_t typmod = -1;    ///< the column's atttypmod (as passed to resolve_type)
+  ValueKind kind = ValueKind::kText;
+  std::uint32_t base_oid = 0;      ///< type_oid with domains followed to their base type
+  std::uint32_t element = 0;       ///< an array's element type (kArray); 0 otherwise
+  std::int32_t value_typmod = -1;  ///< typmod, or a domain's base modifier when typmod is -1
+  std::uint64_t generation = 0;    ///< TypeRegistry::generation() when resolved
+};
+
+/// Looks up `type_oid` (a column's declared type, `typmod` its atttypmod or -1) in `types` for
+/// append_value. Unknown OIDs resolve to ValueKind::kText, as append_value treats them.
+ResolvedType resolve_type(std::uint32_t type_oid, std::int32_t typmod, const TypeRegistry& types);
+
+/// True when `t` was resolved from `type_oid` and `typmod` at the registry's current generation.
+inline bool resolved_for(const ResolvedType& t, std::uint32_t type_oid, std::int32_t typmod,
+                         const TypeRegistry& types) {
+  return t.type_oid == type_oid && t.typmod == typmod && t.generation == types.generation() &&
+         t.generation != 0;
+}
+
 /// Appends the JSON for one column value to `out`.
 ///
 /// Native format (ValueFormat::kNative), per type after resolving domains to their base type:
@@ -124,5 +170,10 @@ struct ValueMappingOptions {
 bool append_value(std::string& out, std::string_view token, std::uint32_t type_oid,
                   std::int32_t typmod, const TypeRegistry& types, const ValueMappingOptions& opts,
                   std::string& error);
+
+/// append_value with the column's type already resolved (resolve_type, same registry): the same
+/// output, without looking the type up again.
+bool append_value(std::string& out, std::string_view token, const ResolvedType& type,
+                  const TypeRegistry& types, const ValueMappingOptions& opts, std::string& error);
 
 }  // namespace walrelay::router

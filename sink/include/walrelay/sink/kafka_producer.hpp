@@ -124,6 +124,10 @@ class KafkaProducer {
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, rd_kafka_topic_t*, StringHash, std::equal_to<>> topics_;
+  // The handle topic_handle returned last, and its name (a key of topics_: node-based, so the
+  // view stays valid while the map only grows).
+  rd_kafka_topic_t* last_topic_ = nullptr;
+  std::string_view last_topic_name_;
   bool stopped_ = false;
   // The pipe watcher's queued handler holds a weak_ptr to this (the producer is replaced after a
   // fatal error).
