@@ -1309,7 +1309,10 @@ void bug17(CaseCorpusTest& t) {
   EXPECT_EQ(keys_of(rs), R"({"shipment_id":1} {"shipment_id":2})");
   EXPECT_EQ(raw(rs[0], "/source/txId"), raw(rs[1], "/source/txId"));
   // Everything up to the marker was confirmed: nothing of the shipment transaction is left.
-  EXPECT_TRUE(t.remaining_in_slot({"shipment"}).empty());
+  const auto left = t.remaining_in_slot({"shipment"});
+  std::string listed;
+  for (const auto& l : left) listed += "\n  " + l.substr(0, 300);
+  EXPECT_TRUE(left.empty()) << "left in the slot:" << listed;
 }
 
 // ======================================================================== BUG-18
