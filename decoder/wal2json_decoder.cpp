@@ -171,8 +171,11 @@ class FastLine {
       if (ch == '"') break;
       if (ch < 0x20) return false;
       if (ch == '\\') {
+        // The escaped character (a \uXXXX's digits are plain characters); a control character
+        // there is as unescaped as anywhere else (simdjson rejects it).
+        if (static_cast<unsigned char>(p[1]) < 0x20) return false;
         escaped = true;
-        p += 2;  // the escaped character (a \uXXXX's digits are plain characters)
+        p += 2;
       } else {
         ++p;
       }

@@ -303,6 +303,9 @@ TEST(Decoder, FastPathAndSimdjsonAgreeOnEveryLine) {
       R"({"action":"B","xid":9,"timestamp":"2026-11-30 00:14:37.104367+00","lsn":"0/26B3D938","nextlsn":"0/26B3D968"})",
       R"({"action":"T","xid":9,"schema":"public","table":"t"})",
       "{\"action\":\"I\",\"xid\":5,\"schema\":\"public\",\"table\":\"t\x01\",\"columns\":[]}",
+      // A control character after a backslash is unescaped too (found by the fuzzer).
+      "{\"action\":\"I\",\"xid\":5,\"schema\":\"public\",\"table\":\"t\",\"columns\":[{\"name\":"
+      "\"a\",\"typeoid\":25,\"value\":\"x\\\x1b\"}]}",
       "{\"action\":\"I\",\"xid\":5,\"schema\":\"public\",\"table\":\"t\xC3\xA9\",\"columns\":[]}",
       "{\"action\":\"I\",\"xid\":5,\"schema\":\"public\",\"table\":\"t\xC3\",\"columns\":[]}",
       "{\"action\":\"I\",\"xid\":5,\"schema\":\"public\",\"table\":\"t\xED\xA0\x80\",\"columns\":[]"
