@@ -65,12 +65,14 @@ done
 t1=$(date +%s.%N)
 hwm_kb=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
 ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-# CPU per thread kind (walrelay's own thread, librdkafka's broker threads, ...), same clock ticks.
+# CPU per thread kind (walrelay's own thread, librdkafka's broker threads, ...), same clock ticks:
+# user + system seconds.
 threads=$(for t in /proc/"$pid"/task/*; do
             name=$(sed 's/[0-9]*$//; s/\/.*//' "$t/comm")   # rdk:broker1 → rdk:broker
-            echo "$name $(sed 's/.*) //' "$t/stat" | awk '{print $12 + $13}')"
-          done | awk -v hz="$(getconf CLK_TCK)" '{s[$1] += $2} END {
-            for (n in s) printf "%s %.2fs, ", n, s[n] / hz }')
+            echo "$name $(sed 's/.*) //' "$t/stat" | awk '{print $12, $13}')"
+          done | awk -v hz="$(getconf CLK_TCK)" '{u[$1] += $2; k[$1] += $3} END {
+            for (n in u) printf "%s %.2fs (user %.2f + sys %.2f), ", n, (u[n] + k[n]) / hz,
+                                u[n] / hz, k[n] / hz }')
 kill -TERM "$pid"; wait "$pid" || true
 wr_secs=$(echo "$t1 - $t0" | bc -l)
 cpu_secs=$(echo "$ticks / $(getconf CLK_TCK)" | bc -l)

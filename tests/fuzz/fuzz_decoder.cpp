@@ -7,6 +7,7 @@
 // transaction (non-transactional messages, and what errors.policy=dead_letter goes on with).
 // Decode and mapping errors are expected results; crashes, sanitizer reports and leaks are bugs.
 // Every byte of every produced Record is read, so a view into a freed or reused buffer is caught.
+// Each line is also decoded by simdjson alone (Wal2JsonDecoder(false)): the two must agree.
 
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "walrelay/config/config.hpp"
 #include "walrelay/core/lsn.hpp"
@@ -177,12 +179,45 @@ struct Driver {
   }
 };
 
+// The decoder's fast path and its simdjson path must agree on every line (same Change, or the
+// same error): a difference aborts.
+void check_same(const std::expected<const Change*, walrelay::decoder::DecodeError>& fast,
+                const std::expected<const Change*, walrelay::decoder::DecodeError>& slow) {
+  bool same = fast.has_value() == slow.has_value();
+  if (same && !fast) same = fast.error().reason == slow.error().reason;
+  if (same && fast) {
+    const Change& a = **fast;
+    const Change& b = **slow;
+    auto same_columns = [](const std::vector<walrelay::decoder::Column>& x,
+                           const std::vector<walrelay::decoder::Column>& y) {
+      if (x.size() != y.size()) return false;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        if (x[i].name != y[i].name || x[i].name_json != y[i].name_json ||
+            x[i].type_oid != y[i].type_oid || x[i].value != y[i].value) {
+          return false;
+        }
+      }
+      return true;
+    };
+    same = a.action == b.action && a.xid == b.xid && a.lsn == b.lsn && a.next_lsn == b.next_lsn &&
+           a.timestamp == b.timestamp && a.schema == b.schema && a.table == b.table &&
+           same_columns(a.columns, b.columns) && same_columns(a.identity, b.identity) &&
+           a.pk == b.pk && a.transactional == b.transactional && a.prefix == b.prefix &&
+           a.content == b.content;
+  }
+  if (!same) {
+    std::fprintf(stderr, "fast path and simdjson disagree\n");
+    std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static Pipeline native(kNativeConfig, "0.1.0");
   static Pipeline debezium(kDebeziumConfig, "9.9.9-fuzz");
   static Wal2JsonDecoder decoder;  // reused across inputs, as the connector reuses it
+  static Wal2JsonDecoder simdjson_only(false);
 
   // Fresh routers per input so a finding reproduces from its input alone.
   Driver drivers[2];
@@ -200,6 +235,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view view = input.substr(pos, end - pos);
     const std::unique_ptr<char[]> line(new char[view.size()]);
     if (!view.empty()) std::memcpy(line.get(), view.data(), view.size());
+    check_same(decoder.decode(std::string_view(line.get(), view.size())),
+               simdjson_only.decode(std::string_view(line.get(), view.size())));
     auto decoded = decoder.decode(std::string_view(line.get(), view.size()));
     if (decoded) {
       const Change& c = **decoded;

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -218,4 +220,117 @@ TEST(PluginOptions, AsksForFormat2WithOidsAndAddTables) {
   bool filters_all = false;
   for (auto& [name, value] : no_tables) filters_all |= name == "filter-tables" && value == "*.*";
   EXPECT_TRUE(filters_all);
+}
+
+// ---- the fast path and simdjson agree ----------------------------------------------------------
+
+namespace {
+
+std::string describe(const std::expected<const Change*, walrelay::decoder::DecodeError>& r) {
+  if (!r) return "error: " + r.error().reason;
+  const Change& c = **r;
+  std::string out = "action " + std::string(1, static_cast<char>(c.action)) + " xid " +
+                    std::to_string(c.xid) + " lsn " + c.lsn.to_string() + " next " +
+                    c.next_lsn.to_string() + " ts [" + std::string(c.timestamp) + "] " +
+                    std::string(c.schema) + "." + std::string(c.table) + " tx " +
+                    std::to_string(c.transactional) + " prefix [" + std::string(c.prefix) +
+                    "] content [" + std::string(c.content) + "]";
+  for (const auto* list : {&c.columns, &c.identity}) {
+    out += " |";
+    for (const auto& col : *list) {
+      out += " [" + std::string(col.name) + "|" + std::string(col.name_json) + "|" +
+             std::to_string(col.type_oid) + "|" + std::string(col.value) + "]";
+    }
+  }
+  out += " | pk";
+  for (const auto& k : c.pk) out += " " + std::string(k);
+  return out;
+}
+
+void expect_same(Wal2JsonDecoder& fast, Wal2JsonDecoder& slow, const std::string& line) {
+  const std::string a = describe(fast.decode(line));
+  const std::string b = describe(slow.decode(line));
+  EXPECT_EQ(a, b) << "line: " << line;
+}
+
+std::vector<std::string> corpus_lines() {
+  std::vector<std::string> lines;
+  for (const char* f : {"BUG-01.jsonl", "BUG-03.jsonl", "BUG-05.jsonl", "BUG-17.jsonl"}) {
+    for (auto& l : fixture(f)) lines.push_back(l);
+  }
+  // The decoder fuzzer's corpus: every odd line found so far.
+  const std::string dir = std::string(WALRELAY_FIXTURES_DIR) + "/../fuzz/corpus/decoder";
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    lines.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return lines;
+}
+
+}  // namespace
+
+TEST(Decoder, FastPathAndSimdjsonAgreeOnEveryLine) {
+  Wal2JsonDecoder fast;
+  Wal2JsonDecoder slow(false);
+  const std::vector<std::string> odd = {
+      // The shapes wal2json prints, and near misses the fast path must leave to simdjson.
+      R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"t","columns":[{"name":"a","type":"integer","typeoid":23,"value":1,"optional":false}],"pk":[{"name":"a","type":"integer","typeoid":23}]})",
+      R"({"action":"I","xid":5,"schema":"public","table":"t","columns":[]})",
+      R"({"action":"I","xid":5,"schema":"public","table":"t","columns":[{"name":"a\"b","typeoid":25,"value":"x"}]})",
+      R"({"action":"I","xid":5,"schema":"pub\u006cic","table":"t","columns":[{"name":"a","typeoid":25,"value":"x\\y\"z\u00e9\ud83d\ude00"}]})",
+      R"({"action":"I", "xid":5,"schema":"public","table":"t","columns":[{"name":"a","typeoid":25,"value":"x"}]})",
+      R"({"action":"I","xid":5,"schema":"public","table":"t","columns":[{"name":"a","typeoid":25,"value":"x"}]} )",
+      R"({"action":"I","xid":5,"schema":"public","table":"t","columns":[{"name":"a","typeoid":25,"value":"x"}],"extra":1})",
+      R"({"action":"I","xid":05,"schema":"public","table":"t","columns":[]})",
+      R"({"action":"I","xid":18446744073709551615,"schema":"public","table":"t","columns":[]})",
+      R"({"action":"I","xid":18446744073709551616,"schema":"public","table":"t","columns":[]})",
+      R"({"action":"I","xid":-1,"schema":"public","table":"t","columns":[]})",
+      R"({"action":"I","xid":1.0,"schema":"public","table":"t","columns":[]})",
+      R"({"action":"I","xid":null,"lsn":null,"timestamp":null,"schema":"public","table":"t","columns":[]})",
+      R"({"action":"I","xid":5,"lsn":"0/XYZ","schema":"public","table":"t","columns":[]})",
+      R"({"action":"I","xid":5,"lsn":"0/10","lsn":"0/20","schema":"public","table":"t","columns":[{"name":"a","typeoid":23,"value":1}],"columns":[{"name":"b","typeoid":23,"value":2}]})",
+      R"({"action":"I","xid":5,"schema":"public","table":"t","columns":[{"name":"a","typeoid":23}]})",
+      R"({"action":"I","xid":5,"schema":"public","table":"t","columns":[{"typeoid":23,"value":1}]})",
+      R"({"action":"I","xid":5,"schema":"public","table":"t","columns":[{"name":"a","typeoid":4294967319,"value":12a3}]})",
+      R"({"action":"I","xid":5,"schema":"public","table":"t","columns":[{"name":"a","typeoid":3802,"value":{"k":1}}]})",
+      R"({"action":"I","xid":5,"schema":"public","table":"t","columns":[{"name":"a","typeoid":23,"value":-1.5e+10},{"name":"b","typeoid":16,"value":true},{"name":"c","typeoid":25,"value":null}]})",
+      R"({"action":"X","xid":5})",
+      R"({"action":"IU","xid":5})",
+      R"({"xid":5})",
+      R"({"action":"M","transactional":false,"prefix":"wal\\relay","content":"{\"a\":1}","lsn":"0/10"})",
+      R"({"action":"M","xid":7,"transactional":true,"prefix":"walrelay","content":"plain","lsn":"0/10"})",
+      R"({"action":"M","transactional":tru,"prefix":"p","content":"c"})",
+      R"({"action":"B","xid":9,"timestamp":"2026-11-30 00:14:37.104367+00","lsn":"0/26B3D938","nextlsn":"0/26B3D968"})",
+      R"({"action":"T","xid":9,"schema":"public","table":"t"})",
+      "{\"action\":\"I\",\"xid\":5,\"schema\":\"public\",\"table\":\"t\x01\",\"columns\":[]}",
+      // A control character after a backslash is unescaped too (found by the fuzzer).
+      "{\"action\":\"I\",\"xid\":5,\"schema\":\"public\",\"table\":\"t\",\"columns\":[{\"name\":"
+      "\"a\",\"typeoid\":25,\"value\":\"x\\\x1b\"}]}",
+      "{\"action\":\"I\",\"xid\":5,\"schema\":\"public\",\"table\":\"t\xC3\xA9\",\"columns\":[]}",
+      "{\"action\":\"I\",\"xid\":5,\"schema\":\"public\",\"table\":\"t\xC3\",\"columns\":[]}",
+      "{\"action\":\"I\",\"xid\":5,\"schema\":\"public\",\"table\":\"t\xED\xA0\x80\",\"columns\":[]"
+      "}",
+      "",
+      "[]",
+      "{}",
+      "null",
+  };
+  std::vector<std::string> lines = corpus_lines();
+  lines.insert(lines.end(), odd.begin(), odd.end());
+  for (const auto& line : lines) expect_same(fast, slow, line);
+
+  // Every prefix of some lines, and every byte of them replaced by a character that matters to
+  // JSON: both paths must still agree (mostly on an error).
+  const std::string mutations = std::string("\"\\ ,:{}[]0-ax\x01\x80\xC3", 17);
+  for (std::size_t k = 0; k < lines.size(); k += 7) {
+    const std::string& line = lines[k];
+    for (std::size_t n = 0; n < line.size(); ++n) {
+      expect_same(fast, slow, line.substr(0, n));
+      for (char m : mutations) {
+        std::string changed = line;
+        changed[n] = m;
+        expect_same(fast, slow, changed);
+      }
+    }
+  }
 }
