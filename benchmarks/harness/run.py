@@ -166,10 +166,12 @@ def latency(args, svc: Services) -> list[dict]:
         lat_us: list[int] = []
         try:
             wait_for(lambda: "streaming:" in log.read_text(), proc, 60, "walrelay to stream", log)
+            # One row first, so the topic exists before the consumer subscribes to its end.
+            svc.sql(f"INSERT INTO {table} VALUES (0, 0, 0, 'warm-up', now())")
+            wait_for(lambda: kcat_count(svc.kafka, topic) >= 1, proc, 60, "the warm-up row", log)
             # A consumer that stamps each record when it arrives (kcat, unbuffered).
             kc = subprocess.Popen(["kcat", "-b", svc.kafka, "-C", "-t", topic, "-o", "end", "-u",
-                                   "-q", "-f", "%s\n", "-X", "topic.metadata.refresh.interval.ms=100",
-                                   "-X", "allow.auto.create.topics=true"],
+                                   "-q", "-f", "%s\n"],
                                   stdout=subprocess.PIPE, text=True, bufsize=1)
             ts_re = re.compile(r'"ts_us":(\d+)')
 
@@ -281,7 +283,9 @@ def snapshot(args, svc: Services, rep: int) -> dict:
         usage = None
         while proc.poll() is None:  # initial_only: it exits once every row is acknowledged
             try:
-                usage = read_usage(proc.pid)
+                u = read_usage(proc.pid, per_thread=True)
+                if u.peak_rss_mb > 0:  # 0: already a zombie (no memory figures left)
+                    usage = u
             except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
                 break
             time.sleep(0.05)
@@ -295,7 +299,9 @@ def snapshot(args, svc: Services, rep: int) -> dict:
                "walrelay_rows_s": round(args.rows / wall),
                "ratio_to_copy": ratio(copy_s, wall),
                "walrelay_cpu_us_per_row": round(1e6 * usage.cpu_s / args.rows, 2) if usage else None,
-               "walrelay_peak_rss_mb": round(usage.peak_rss_mb, 1) if usage else None}
+               "walrelay_peak_rss_mb": round(usage.peak_rss_mb, 1) if usage else None,
+               "walrelay_threads_cpu_s": {k: round(v, 2) for k, v in usage.threads.items()}
+               if usage else None}
         if args.debezium:
             d = debezium.snapshot(args, svc, prefix, table, work)
             row.update(d)
