@@ -56,6 +56,13 @@ class Services:
             raise BenchError(f"psql: {r.stderr.strip()}\n  in: {query[:200]}")
         return r.stdout.strip()
 
+    def script(self, sql: str, conninfo: str | None = None):
+        """Runs a psql script (statements one after the other, not in one transaction)."""
+        r = subprocess.run(["psql", conninfo or self.conninfo, "-X", "-q", "-v", "ON_ERROR_STOP=1",
+                            "-f", "-"], input=sql, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise BenchError(f"psql: {r.stderr.strip()}\n  in: {sql[:300]}")
+
     def param(self, key: str) -> str:
         m = re.search(rf"{key}=(\S+)", self.conninfo)
         return m.group(1) if m else ""

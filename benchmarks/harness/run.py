@@ -27,6 +27,7 @@ import argparse
 import datetime
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -41,11 +42,12 @@ from bench import (ROOT, BenchError, MockBroker, Services, Usage, confirmed_at_l
 from workloads import WORKLOADS, walrelay_table_yaml  # noqa: E402
 import debezium  # noqa: E402
 
-KAFKA_TUNING = {"linger.ms": 20, "batch.size": 1000000, "compression.type": "lz4"}
+# --tuned: larger batches (walrelay's defaults otherwise: librdkafka's, with lz4 compression).
+KAFKA_TUNING = {"linger.ms": 20, "batch.size": 1000000}
 
 
 def walrelay_yaml(prefix: str, conninfo: str, bootstrap: str, tables: str, work: Path,
-                  extra: str = "", tuned: bool = True) -> str:
+                  extra: str = "", tuned: bool = False) -> str:
     props = ("  properties: { " + ", ".join(f"{k}: {v}" for k, v in KAFKA_TUNING.items()) + " }\n"
              if tuned else "")
     return (f"name: {prefix}\nsource:\n  conninfo: \"{conninfo}\"\n  slot: {prefix}_wr\n"
@@ -97,7 +99,7 @@ def one_stream_run(args, svc: Services, wname: str, rep: int) -> dict:
     mock = None
     try:
         t0 = time.monotonic()
-        svc.sql(w.writer(prefix, args.rows))
+        svc.script(w.writer(prefix, args.rows))
         write_s = time.monotonic() - t0
         end_lsn = svc.sql("SELECT pg_current_wal_lsn()")
         row = {"workload": wname, "rows": args.rows, "events": events, "transport":
@@ -119,7 +121,8 @@ def one_stream_run(args, svc: Services, wname: str, rep: int) -> dict:
         cfg = work / "walrelay.yaml"
         cfg.write_text(walrelay_yaml(prefix, svc.conninfo_for(args.transport), bootstrap,
                                      walrelay_table_yaml(w, prefix), work,
-                                     "events:\n  value_format: debezium\n" if with_dbz else ""))
+                                     "events:\n  value_format: debezium\n" if with_dbz else "",
+                                     tuned=args.tuned))
         u = run_walrelay_until(args, svc, cfg, f"{prefix}_wr", end_lsn, work)
         row.update(walrelay_eps=round(events / u.wall_s), walrelay_cpu_us_per_event=round(
             1e6 * u.cpu_s / events, 2), walrelay_peak_rss_mb=round(u.peak_rss_mb, 1),
@@ -157,7 +160,7 @@ def latency(args, svc: Services) -> list[dict]:
         cfg = work / "walrelay.yaml"
         cfg.write_text(walrelay_yaml(prefix, svc.conninfo_for(args.transport), svc.kafka,
                                      walrelay_table_yaml(WORKLOADS["narrow"], prefix), work,
-                                     "events:\n  value_format: debezium\n", tuned=False))
+                                     "events:\n  value_format: debezium\n", tuned=args.tuned))
         log = work / "walrelay.log"
         with open(log, "w") as out:
             proc = subprocess.Popen([str(args.walrelay), "run", "--config", str(cfg)],
@@ -185,17 +188,25 @@ def latency(args, svc: Services) -> list[dict]:
             reader.start()
             time.sleep(2)  # the consumer has its assignment
             per_commit = max(1, rate // 100)  # 100 commits a second
-            svc.sql(f"""DO $$
-DECLARE t0 timestamptz := clock_timestamp(); k bigint := 0;
+            commits = args.seconds * 100
+            t0 = time.time() + 0.5
+            # synchronous_commit stays on: the walsender sends only flushed WAL, so with it off
+            # the WAL writer's delay (up to 3 × wal_writer_delay) would be measured too.
+            script = ""
+            for lo in range(1, commits + 1, 500):
+                hi = min(commits, lo + 499)
+                script += f"""DO $$
 BEGIN
-  FOR c IN 1 .. {args.seconds * 100} LOOP
+  FOR c IN {lo} .. {hi} LOOP
     INSERT INTO {table} SELECT g, g % 1000, g % 97, rpad('note ' || g, 100, '.'), now()
-      FROM generate_series(k + 1, k + {per_commit}) g;
-    k := k + {per_commit};
+      FROM generate_series((c - 1) * {per_commit} + 1, c * {per_commit}) g;
     COMMIT;
-    PERFORM pg_sleep(greatest(0, extract(epoch FROM t0 + c * interval '10 ms' - clock_timestamp())));
+    PERFORM pg_sleep(greatest(0, extract(epoch FROM to_timestamp({t0}) + c * interval '10 ms'
+                                                   - clock_timestamp())));
   END LOOP;
-END $$""")
+END $$;
+"""
+            svc.script(script)
             expected = args.seconds * 100 * per_commit
             deadline = time.monotonic() + 120
             while len(lat_us) < expected and time.monotonic() < deadline:
@@ -227,7 +238,7 @@ def memory(args, svc: Services) -> list[dict]:
     cfg = work / "walrelay.yaml"
     cfg.write_text(walrelay_yaml(prefix, svc.conninfo_for(args.transport),
                                  mock.bootstrap if mock else svc.kafka,
-                                 walrelay_table_yaml(w, prefix), work, tuned=False))
+                                 walrelay_table_yaml(w, prefix), work))
     log = work / "walrelay.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([str(args.walrelay), "run", "--config", str(cfg)], stdout=out,
@@ -236,7 +247,7 @@ def memory(args, svc: Services) -> list[dict]:
         wait_for(lambda: "streaming:" in log.read_text(), proc, 60, "walrelay to stream", log)
         time.sleep(args.idle_seconds)
         idle = current_rss_mb(proc.pid)
-        svc.sql(w.writer(prefix, args.rows))
+        svc.script(w.writer(prefix, args.rows))
         end_lsn = svc.sql("SELECT pg_current_wal_lsn()")
         wait_for(lambda: confirmed_at_least(svc, f"{prefix}_wr", end_lsn), proc, args.timeout,
                  "walrelay to confirm the transaction", log, 0.1)
@@ -276,7 +287,7 @@ def snapshot(args, svc: Services, rep: int) -> dict:
                                      f"  - name: public.{table}\n", work,
                                      "snapshot:\n  mode: initial_only\n" +
                                      ("events:\n  value_format: debezium\n" if args.debezium
-                                      else "")))
+                                      else ""), tuned=args.tuned))
         t0 = time.monotonic()
         proc = subprocess.Popen([str(args.walrelay), "run", "--config", str(cfg)],
                                 stdout=open(work / "walrelay.log", "w"), stderr=subprocess.STDOUT)
@@ -347,6 +358,8 @@ def print_table(rows: list[dict], fields: list[str]):
 
 
 def main() -> int:
+    # SIGTERM ends the run like Ctrl-C: the finally blocks drop the run's slots and tables.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(prog="benchmarks/run.sh", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=["ceiling", "mock", "kafka", "debezium", "latency", "memory",
@@ -359,6 +372,8 @@ def main() -> int:
     ap.add_argument("--broker", choices=["mock", "kafka"], default="mock",
                     help="memory and snapshot modes")
     ap.add_argument("--debezium", action="store_true", help="snapshot mode: Debezium too")
+    ap.add_argument("--tuned", action="store_true",
+                    help=f"walrelay with kafka.properties {KAFKA_TUNING} (default: its defaults)")
     ap.add_argument("--rates", default="1000,10000,50000", help="latency mode, rows/s")
     ap.add_argument("--seconds", type=int, default=60, help="latency mode")
     ap.add_argument("--idle-seconds", type=int, default=10, help="memory mode")
@@ -377,7 +392,7 @@ def main() -> int:
             "machine": f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f} at start",
             "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                                      capture_output=True, text=True).stdout.strip(),
-            "kafka_tuning": KAFKA_TUNING, "options": {k: str(v) for k, v in vars(args).items()}}
+            "kafka_properties": KAFKA_TUNING if args.tuned else "walrelay's defaults", "options": {k: str(v) for k, v in vars(args).items()}}
     try:
         if args.mode in ("ceiling", "mock", "kafka", "debezium"):
             raw = []
@@ -417,6 +432,7 @@ def main() -> int:
                            "debezium_cpu_s", "debezium_peak_rss_mb"]
             summary = summarize(raw, ["rows", "broker", "transport"], fields)
             print_table(summary, ["rows", "broker", "transport"] + fields)
+        meta["machine"] += f", load {os.getloadavg()[0]:.2f} at end"
         out = Path(args.out) / f"{started:%Y%m%dT%H%M%S}-{args.mode}-{args.transport}.json"
         write_json(out, {"meta": meta, "summary": summary, "runs": raw})
         print(f"\nwritten: {out}")
@@ -439,7 +455,7 @@ def ceiling(args, svc: Services, wname: str, rep: int) -> dict:
     for slot, plugin in slots:
         svc.sql(f"SELECT 1 FROM pg_create_logical_replication_slot('{slot}', '{plugin}')")
     try:
-        svc.sql(w.writer(prefix, args.rows))
+        svc.script(w.writer(prefix, args.rows))
         end_lsn = svc.sql("SELECT pg_current_wal_lsn()")
         events = w.events(args.rows)
         a = recvlogical(svc, args.transport, f"{prefix}_ceil", end_lsn, "wal2json",
