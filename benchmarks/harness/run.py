@@ -50,6 +50,9 @@ def walrelay_yaml(prefix: str, conninfo: str, bootstrap: str, tables: str, work:
                   extra: str = "", tuned: bool = False) -> str:
     props = ("  properties: { " + ", ".join(f"{k}: {v}" for k, v in KAFKA_TUNING.items()) + " }\n"
              if tuned else "")
+    for key in ("max_in_flight_events", "max_in_flight_bytes"):  # --max-in-flight-*
+        if os.environ.get(f"BENCH_{key.upper()}"):
+            props += f"  {key}: {os.environ[f'BENCH_{key.upper()}']}\n"
     return (f"name: {prefix}\nsource:\n  conninfo: \"{conninfo}\"\n  slot: {prefix}_wr\n"
             f"  state_dir: \"{work}/state\"\nkafka:\n  bootstrap_servers: \"{bootstrap}\"\n"
             f"{props}topics:\n  prefix: {prefix}\ntables:\n{tables}heartbeat:\n  enabled: false\n"
@@ -372,6 +375,8 @@ def main() -> int:
     ap.add_argument("--broker", choices=["mock", "kafka"], default="mock",
                     help="memory and snapshot modes")
     ap.add_argument("--debezium", action="store_true", help="snapshot mode: Debezium too")
+    ap.add_argument("--max-in-flight-events", help="kafka.max_in_flight_events (default: walrelay's)")
+    ap.add_argument("--max-in-flight-bytes", help="kafka.max_in_flight_bytes, e.g. 32MiB")
     ap.add_argument("--tuned", action="store_true",
                     help=f"walrelay with kafka.properties {KAFKA_TUNING} (default: its defaults)")
     ap.add_argument("--rates", default="1000,10000,50000", help="latency mode, rows/s")
@@ -382,6 +387,9 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results"))
     args = ap.parse_args()
     args.rates = [int(r) for r in args.rates.split(",")]
+    for key in ("max_in_flight_events", "max_in_flight_bytes"):
+        if getattr(args, key):
+            os.environ[f"BENCH_{key.upper()}"] = getattr(args, key)
     args.walrelay = ROOT / args.build / "src/walrelay"
     args.mock_broker = ROOT / args.build / "benchmarks/mock_broker"
     args.work = os.environ.get("TMPDIR", "/tmp") + f"/walrelay-bench-{os.getpid()}"

@@ -56,8 +56,8 @@ class Snapshotter {
     std::string application_name;
     std::size_t chunk_size = 8192;
     std::size_t parallelism = 1;
-    std::size_t max_in_flight_events = 100'000;
-    std::size_t max_in_flight_bytes = 64ull * 1024 * 1024;
+    std::size_t max_in_flight_events = 40'000;
+    std::size_t max_in_flight_bytes = 32ull * 1024 * 1024;
     decoder::NumericTokens numerics = decoder::NumericTokens::kNumbers;
     std::chrono::milliseconds progress_interval{5'000};
     /// errors.policy dead_letter: a row that cannot be mapped or is over message.max.bytes goes
