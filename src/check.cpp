@@ -36,7 +36,9 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
   }
   // The same catalog and router `run` uses, so check and run judge tables alike.
   router::TypeRegistry types;
-  Catalog catalog(cfg.source.conninfo, "walrelay-check-catalog-" + cfg.name, types);
+  boost::asio::io_context io;  // the catalog answers blocking here: never run
+  Catalog catalog(io.get_executor(), cfg.source.conninfo, "walrelay-check-catalog-" + cfg.name,
+                  types);
   const bool have_catalog = static_cast<bool>(catalog.connect());
   router::EventRouter router(
       router::RouterSettings{cfg.name, cfg.topics.prefix, database, "", cfg.events}, cfg,

@@ -226,8 +226,7 @@ void Connector::start_streaming() {
       system_.server_version, system_.system_id, system_.timeline, system_.dbname, cfg_.source.slot,
       start_lsn_.to_string(), system_.xlogpos.to_string(), cfg_.topics.prefix,
       cfg_.kafka.bootstrap_servers);
-  // The heartbeat runs while a session streams: with the server unreachable its (blocking)
-  // connection attempts would only hold up the event loop.
+  // The heartbeat runs while a session streams (between sessions the server may be unreachable).
   if (!heartbeat_ && cfg_.heartbeat.enabled) {
     heartbeat_ = std::make_unique<Heartbeat>(io_.get_executor(), cfg_.source.conninfo,
                                              "walrelay-heartbeat-" + cfg_.name, cfg_.heartbeat);
@@ -330,8 +329,8 @@ Connector::Outcome Connector::prepare() {
   // Tables, topics and outbox columns are checked before a slot is created: a configuration
   // that cannot run must leave nothing behind on the server.
   if (!catalog_) {
-    catalog_ =
-        std::make_unique<Catalog>(cfg_.source.conninfo, "walrelay-catalog-" + cfg_.name, types_);
+    catalog_ = std::make_unique<Catalog>(io_.get_executor(), cfg_.source.conninfo,
+                                         "walrelay-catalog-" + cfg_.name, types_);
     if (auto connected = catalog_->connect(); !connected) {
       reason_ = connected.error();
       catalog_.reset();
@@ -533,6 +532,11 @@ void Connector::end_session() {
   tracker_ = sink::AckTracker{};
   in_txn_ = false;
   pending_ = {};
+  if (parked_) {
+    // The next session replays the change from the slot; its lookup may never answer.
+    parked_.reset();
+    if (catalog_) catalog_->abandon_prefetch();
+  }
 }
 
 bool Connector::note_session_failure(Lsn position, const std::string& reason) {
@@ -658,6 +662,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   }
   // A non-transactional logical message arrives outside any B/C pair (shared/cases/README.md
   // item 8): track it as its own unit, confirmed at the end of its record.
+  if (!replaying_parked_ && wait_for_lookup(x, c)) return;
   if ((c.action == Action::kMessage || c.action == Action::kInsert) &&
       handle_snapshot_message(c, line)) {
     return;
@@ -812,7 +817,7 @@ void Connector::apply_backpressure() {
 }
 
 void Connector::maybe_resume() {
-  if (!streaming_ || stopping_ || !stream_->paused()) return;
+  if (!streaming_ || stopping_ || !stream_->paused() || parked_) return;
   if (!pending_.empty() && !publish_pending()) return;
   if (tracker_.in_flight_events() + stale_in_flight_ < cfg_.kafka.max_in_flight_events &&
       tracker_.in_flight_bytes() < cfg_.kafka.max_in_flight_bytes) {
@@ -894,7 +899,7 @@ void Connector::on_keepalive(const replication::Keepalive& k) {
   // Nothing open or in flight: the server's WAL end is safe to confirm, so an idle database (or
   // one whose writes are all filtered out) does not pile up WAL behind the slot
   // (shared/cases/BUG-18.md).
-  if (!in_txn_ && pending_.empty()) tracker_.advance_idle(k.wal_end);
+  if (!in_txn_ && pending_.empty() && !parked_) tracker_.advance_idle(k.wal_end);
   if (k.reply_requested) send_status(false);
 }
 

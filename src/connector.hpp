@@ -80,6 +80,22 @@ class Connector {
   void create_producer();
 
   void on_xlogdata(const replication::XLogData& x);
+  // Catalog lookups ahead of routing (connector_lookup.cpp).
+  /// Starts the catalog lookup routing `c` needs, if any, without blocking: a copy of its line is
+  /// kept and the stream paused, so the changes after it wait and nothing is confirmed past it;
+  /// when the lookup completes the line is processed again and the stream resumes. True when `c`
+  /// waits for a lookup.
+  bool wait_for_lookup(const replication::XLogData& x, const decoder::Change& c);
+  void on_lookup_done(std::uint64_t epoch);
+  /// The XLogData whose change waits for its catalog lookup.
+  struct ParkedLine {
+    Lsn data_start;
+    Lsn wal_end;
+    replication::PgEpochMicros send_time = 0;
+    std::string data;
+  };
+  std::optional<ParkedLine> parked_;
+  bool replaying_parked_ = false;
   void on_keepalive(const replication::Keepalive& k);
   void on_stream_end(replication::StreamEnd how, const std::string& reason);
   void on_delivery(const sink::DeliveryReport& r);
