@@ -6,6 +6,7 @@
 #include <set>
 
 #include "catalog.hpp"
+#include "preflight.hpp"
 #include "replication/replication_stream.hpp"
 #include "source_encoding.hpp"
 #include "state_store.hpp"
@@ -24,7 +25,8 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 // What `run` would capture, as it would route it: each matched table with its topic and event key
-// (README "What gets published"), or its role.
+// (README "What gets published"), or its role, and every finding of the rules `run` applies
+// (preflight.hpp). False when `run` would refuse the tables (exit 2).
 bool list_tables(replication::ReplicationStream& stream, const config::Config& cfg,
                  const std::string& database, std::ostream& out) {
   std::vector<std::string> unmatched;
@@ -43,77 +45,47 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
   router::EventRouter router(
       router::RouterSettings{cfg.name, cfg.topics.prefix, database, "", cfg.events}, cfg,
       have_catalog ? &catalog : nullptr, types);
-  bool ok = true;
-  std::map<std::string, std::string> topics;  // Kafka's view of a topic name → table
+  const TablePreflight preflight = preflight_tables(*matched, skipped, unmatched, router, cfg);
+  auto print = [&](const TableFinding& f) {
+    out << (f.refused ? "\n    FAIL: " : "\n    WARN: ") << f.message
+        << (f.refused ? " (run exits 2)" : "");
+  };
   out << "tables: " << matched->size() << " matched\n";
-  for (const MatchedTable& t : *matched) {
-    const std::string qualified = t.schema + "." + t.table;
-    out << "  " << qualified;
-    switch (router.role_of(t.schema, t.table)) {
+  for (const TableVerdict& v : preflight.tables) {
+    const MatchedTable& t = *v.table;
+    out << "  " << t.schema << "." << t.table;
+    switch (v.role) {
       case router::TableRole::kOutbox: {
         const auto& ob = cfg.tables[t.entry].outbox;
         out << ": outbox, topic " << (ob ? ob->topic : std::string("?"));
-        if (auto missing = router.missing_outbox_columns(t.schema, t.table); !missing.empty()) {
-          out << "  FAIL: no column " << join(missing) << " (run exits 2)";
-          ok = false;
-        }
-        out << "\n";
-        continue;
+        break;
       }
       case router::TableRole::kIgnored:
-        out << ": excluded\n";
-        continue;
+        out << ": excluded";
+        break;
       case router::TableRole::kRowChange:
+        out << " -> " << v.topic << ", key "
+            << (v.key.empty() ? std::string("none (null keys)") : "(" + join(v.key) + ")");
+        if (t.partitioned) out << ", partitioned (" << cfg.events.partitions << " topics)";
         break;
     }
-    if (t.has_primary_key && t.replica_identity == 'i' && cfg.tables[t.entry].key_columns.empty() &&
-        std::set<std::string>(t.primary_key.begin(), t.primary_key.end()) !=
-            std::set<std::string>(t.replica_identity_key.begin(), t.replica_identity_key.end())) {
-      out << "  FAIL: a primary key and REPLICA IDENTITY USING INDEX on (" +
-                 join(t.replica_identity_key) + "): set key_columns (run exits 2)\n";
-      ok = false;
-      continue;
-    }
-    const auto key = event_key_columns(t, cfg);
-    const std::string topic = router.topic_of(t.schema, t.table);
-    out << " -> " << topic << ", key "
-        << (key.empty() ? std::string("none (null keys)") : "(" + join(key) + ")");
-    std::string clash = topic;  // Kafka treats '.' and '_' alike in topic names
-    std::replace(clash.begin(), clash.end(), '.', '_');
-    if (auto [it, inserted] = topics.emplace(clash, qualified); !inserted) {
-      out << "  FAIL: the same topic as " << it->second << " (run exits 2)";
-      ok = false;
-    } else if (topic.size() > 249) {
-      out << "  FAIL: topic longer than Kafka's 249 characters (run exits 2)";
-      ok = false;
-    }
-    if (t.partitioned) out << ", partitioned (" << cfg.events.partitions << " topics)";
-    if (t.replica_identity == 'n' || (t.replica_identity == 'd' && !t.has_primary_key) ||
-        (t.replica_identity == 'i' && t.replica_identity_key.empty())) {
-      out << "  WARN: wal2json drops its UPDATE and DELETE (REPLICA IDENTITY "
-          << (t.replica_identity == 'n'   ? "NOTHING"
-              : t.replica_identity == 'd' ? "DEFAULT without a primary key"
-                                          : "USING INDEX of a dropped index")
-          << ")";
-    }
+    for (const auto& f : v.findings) print(f);
     out << "\n";
   }
-  for (const auto& name : unmatched)
-    out << "  WARN tables entry '" << name << "' matches no table\n";
-  for (const SkippedRelation& r : skipped) {
-    out << "  " << r.schema << "." << r.table << ": " << r.what
-        << (r.named ? "  FAIL: named in tables, but logical decoding does not deliver its "
-                      "changes (run exits 2)\n"
-                    : ", skipped (logical decoding does not deliver its changes)\n");
-    ok = ok && !r.named;
+  for (const auto& f : preflight.general) {
+    out << (f.refused ? "  FAIL: " : "  WARN: ") << f.message
+        << (f.refused ? " (run exits 2)\n" : "\n");
   }
-  return ok;
+  return preflight.first_refusal() == nullptr;
 }
 
 }  // namespace
 
 ExitCode run_check(const config::Config& cfg, std::ostream& out) {
   bool ok = true;
+  // The exit code of the first check `run` would fail on, in the order `run` checks (prepare()):
+  // server, wal_level, encoding, slot record, tables, slot.
+  std::optional<ExitCode> server_code, record_code, tables_code, slot_code;
   out << "config: ok (connector '" << cfg.name << "', slot '" << cfg.source.slot
       << "', topic prefix '" << cfg.topics.prefix << "', " << cfg.tables.size()
       << " tables entries)\n";
@@ -124,6 +96,7 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
   if (auto sys = stream.connect(); !sys) {
     out << "  FAIL " << sys.error() << "\n";
     ok = false;
+    server_code = ExitCode::kRuntimeError;
   } else {
     out << "  server_version " << sys->server_version << ", system " << sys->system_id
         << ", timeline " << sys->timeline << ", database " << sys->dbname << ", WAL at "
@@ -154,6 +127,7 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
       out << "\n";
     }
     ok = ok && level == "logical";
+    if (level != "logical") server_code = ExitCode::kRuntimeError;
     // The same decision `run` makes before streaming (README "Database encoding").
     auto shown = stream.query("SHOW server_encoding");
     const std::string encoding =
@@ -164,6 +138,7 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
       out << "  server_encoding " << encoding
           << "  FAIL: refused (run exits 2): " << transcoder.error() << "\n";
       ok = false;
+      if (!server_code) server_code = ExitCode::kConfigError;
     }
     // The same slot-record rule `run` applies (README "Reliability").
     const StateStore store(
@@ -173,6 +148,7 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
     if (!record) {
       out << "  FAIL slot record: " << record.error() << "\n";
       ok = false;
+      record_code = ExitCode::kRuntimeError;
     } else if (*record) {
       out << "  slot record " << store.path() << ": system " << (*record)->system_id
           << ", timeline " << (*record)->timeline << ", confirmed "
@@ -180,12 +156,14 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
       if ((*record)->system_id != sys->system_id && !cfg.source.allow_slot_reset) {
         out << "  FAIL the slot was streamed from another PostgreSQL system (run exits 5)\n";
         ok = false;
+        record_code = ExitCode::kSlotLost;
       }
     }
     auto slot = stream.find_slot(cfg.source.slot);
     if (!slot) {
       out << "  FAIL cannot read pg_replication_slots: " << slot.error() << "\n";
       ok = false;
+      slot_code = ExitCode::kRuntimeError;
     } else if (!*slot) {
       const bool streamed_before = record && *record && !cfg.source.allow_slot_reset;
       out << "  slot " << cfg.source.slot << ": does not exist"
@@ -195,6 +173,11 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
                                        : "  FAIL: source.create_slot is false")
           << "\n";
       ok = ok && cfg.source.create_slot && !streamed_before;
+      if (streamed_before) {
+        slot_code = ExitCode::kSlotLost;
+      } else if (!cfg.source.create_slot) {
+        slot_code = ExitCode::kRuntimeError;
+      }
     } else {
       const auto& s = **slot;
       out << "  slot " << cfg.source.slot << ": plugin " << s.plugin << ", type " << s.slot_type
@@ -205,9 +188,15 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
       if (s.plugin != "wal2json" || s.slot_type != "logical" || s.wal_status == "lost") {
         out << "  FAIL: the slot must be a logical wal2json slot that is not lost\n";
         ok = false;
+        slot_code = s.wal_status == "lost" && s.plugin == "wal2json" && s.slot_type == "logical"
+                        ? ExitCode::kSlotLost
+                        : ExitCode::kRuntimeError;
       }
     }
-    ok = list_tables(stream, cfg, sys->dbname, out) && ok;
+    if (!list_tables(stream, cfg, sys->dbname, out)) {
+      ok = false;
+      tables_code = ExitCode::kConfigError;
+    }
   }
   stream.close();
 
@@ -222,7 +211,11 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
     out << "  " << *brokers << " broker(s) reachable\n";
   }
   out << (ok ? "check: ok\n" : "check: FAILED\n");
-  return ok ? ExitCode::kOk : ExitCode::kRuntimeError;
+  if (ok) return ExitCode::kOk;
+  for (const auto& code : {server_code, record_code, tables_code, slot_code}) {
+    if (code) return *code;
+  }
+  return ExitCode::kRuntimeError;  // Kafka: `run` would wait for it
 }
 
 }  // namespace walrelay

@@ -1,0 +1,123 @@
+#include "preflight.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace walrelay {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+const TableFinding* TablePreflight::first_refusal() const {
+  for (const auto& f : general) {
+    if (f.refused) return &f;
+  }
+  for (const auto& t : tables) {
+    for (const auto& f : t.findings) {
+      if (f.refused) return &f;
+    }
+  }
+  return nullptr;
+}
+
+TablePreflight preflight_tables(const std::vector<MatchedTable>& matched,
+                                const std::vector<SkippedRelation>& skipped,
+                                const std::vector<std::string>& unmatched,
+                                router::EventRouter& router, const config::Config& cfg) {
+  TablePreflight out;
+  for (const auto& name : unmatched) {
+    out.general.push_back({false, name, "tables entry '" + name + "' matches no table yet"});
+  }
+  for (const SkippedRelation& r : skipped) {
+    const std::string qualified = r.schema + "." + r.table;
+    if (r.named) {
+      // Named on purpose, yet nothing (or not everything) of it would ever arrive: refuse.
+      out.general.push_back(
+          {true, qualified,
+           "tables entry '" + cfg.tables[r.entry].name + "' names " + qualified + ", " + r.what +
+               ": logical decoding does not deliver its changes (only persistent ordinary and "
+               "partitioned tables). Remove it, or capture the tables it is built from"});
+    } else {
+      out.general.push_back({false, qualified,
+                             "skipping " + qualified + " (" + r.what +
+                                 "): logical decoding does not deliver its changes"});
+    }
+  }
+  std::map<std::string, std::string> topics;  // Kafka's view of a topic name → the table
+  for (const MatchedTable& m : matched) {
+    const std::string qualified = m.schema + "." + m.table;
+    TableVerdict& v = out.tables.emplace_back();
+    v.table = &m;
+    v.role = router.role_of(m.schema, m.table);
+    auto refuse = [&](std::string message) {
+      v.findings.push_back({true, qualified, std::move(message)});
+    };
+    auto warn = [&](std::string message) {
+      v.findings.push_back({false, qualified, std::move(message)});
+    };
+    if (v.role == router::TableRole::kOutbox) {
+      // A misnamed column would stop the connector at the first event: refuse it now.
+      if (auto missing = router.missing_outbox_columns(m.schema, m.table); !missing.empty()) {
+        refuse("outbox table " + qualified + " has no column " + join(missing) +
+               " named in its outbox configuration");
+      }
+      continue;
+    }
+    if (v.role != router::TableRole::kRowChange) continue;  // excluded
+    v.topic = router.topic_of(m.schema, m.table);
+    v.key = event_key_columns(m, cfg);
+    if (v.topic.size() > 249) {
+      refuse("table " + qualified + " maps to topic '" + v.topic +
+             "', longer than Kafka's 249 characters; set a shorter `topic` for it");
+    }
+    std::string clash_key = v.topic;  // Kafka treats '.' and '_' alike in topic names
+    std::replace(clash_key.begin(), clash_key.end(), '.', '_');
+    if (auto [it, inserted] = topics.emplace(clash_key, qualified); !inserted) {
+      refuse("tables " + it->second + " and " + qualified + " would both publish to topic '" +
+             v.topic +
+             "' (names are mapped to Kafka's [A-Za-z0-9._-], and Kafka treats '.' and '_' "
+             "alike); give one of them its own `topic`");
+    }
+    const auto& tc = cfg.tables[m.entry];
+    const char ident = m.replica_identity;
+    if (m.has_primary_key && ident == 'i' && tc.key_columns.empty() &&
+        std::set<std::string>(m.primary_key.begin(), m.primary_key.end()) !=
+            std::set<std::string>(m.replica_identity_key.begin(), m.replica_identity_key.end())) {
+      // Its INSERTs and UPDATEs carry the primary key, its DELETEs only the index's columns
+      // (shared/cases/BUG-10, CASE-05): no key serves every event. The user chooses.
+      const std::string idx = join(m.replica_identity_key);
+      refuse(
+          "table " + qualified + " has a primary key but REPLICA IDENTITY USING INDEX on (" + idx +
+          "): its DELETEs carry only the index's columns, so no key fits all its events. "
+          "Set key_columns: [" +
+          idx + "] for it (every event keyed by the index), or REPLICA IDENTITY DEFAULT or FULL");
+    }
+    if (ident == 'n' || (ident == 'i' && m.replica_identity_key.empty())) {
+      warn("table " + qualified + " has REPLICA IDENTITY " +
+           (ident == 'n' ? "NOTHING" : "USING INDEX of an index that was dropped") +
+           ": wal2json drops its UPDATE and DELETE changes without a trace. Set REPLICA "
+           "IDENTITY DEFAULT (with a primary key) or FULL");
+    } else if (ident == 'd' && !m.has_primary_key) {
+      warn("table " + qualified +
+           " has REPLICA IDENTITY DEFAULT but no usable (non-deferrable) primary key: wal2json "
+           "drops its UPDATE and DELETE changes without a trace. Add a primary key or set "
+           "REPLICA IDENTITY FULL");
+    }
+    if (!m.has_primary_key && ident != 'i' && tc.key_columns.empty()) {
+      warn("table " + qualified +
+           " has no primary key: its events get a null key (no per-key order, no compaction). "
+           "Set key_columns for it");
+    }
+  }
+  return out;
+}
+
+}  // namespace walrelay
