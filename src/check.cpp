@@ -140,57 +140,56 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
       ok = false;
       if (!server_code) server_code = ExitCode::kConfigError;
     }
-    // The same slot-record rule `run` applies (README "Reliability").
+    // The slot rules `run` applies (preflight.hpp; README "Reliability").
     const StateStore store(
         cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir,
         cfg.source.slot);
-    auto record = store.load();
-    if (!record) {
-      out << "  FAIL slot record: " << record.error() << "\n";
+    auto loaded = store.load();
+    std::optional<SlotRecord> record;
+    auto refuse = [&](const SlotRefusal& r, std::optional<ExitCode>& code) {
+      out << "  FAIL: " << r.message << " (run exits " << static_cast<int>(r.code) << ")\n";
+      ok = false;
+      code = r.code;
+    };
+    if (!loaded) {
+      out << "  FAIL slot record: " << loaded.error() << "\n";
       ok = false;
       record_code = ExitCode::kRuntimeError;
-    } else if (*record) {
-      out << "  slot record " << store.path() << ": system " << (*record)->system_id
-          << ", timeline " << (*record)->timeline << ", confirmed "
-          << (*record)->confirmed.to_string() << "\n";
-      if ((*record)->system_id != sys->system_id && !cfg.source.allow_slot_reset) {
-        out << "  FAIL the slot was streamed from another PostgreSQL system (run exits 5)\n";
-        ok = false;
-        record_code = ExitCode::kSlotLost;
+    } else if (*loaded) {
+      record = **loaded;
+      out << "  slot record " << store.path() << ": system " << record->system_id << ", timeline "
+          << record->timeline << ", confirmed " << record->confirmed.to_string() << "\n";
+    }
+    const bool allow_reset = slot_reset_allowed(cfg, record);
+    std::optional<Lsn> fork;
+    if (record && record->timeline != sys->timeline) {
+      auto history = stream.query("TIMELINE_HISTORY " + std::to_string(sys->timeline));
+      if (history && !history->empty() && (*history)[0].size() >= 2) {
+        fork = timeline_switchpoint((*history)[0][1].value_or(""), record->timeline);
       }
+    }
+    if (auto refused = check_slot_record(record, allow_reset, *sys, fork)) {
+      refuse(*refused, record_code);
     }
     auto slot = stream.find_slot(cfg.source.slot);
     if (!slot) {
       out << "  FAIL cannot read pg_replication_slots: " << slot.error() << "\n";
       ok = false;
       slot_code = ExitCode::kRuntimeError;
-    } else if (!*slot) {
-      const bool streamed_before = record && *record && !cfg.source.allow_slot_reset;
-      out << "  slot " << cfg.source.slot << ": does not exist"
-          << (streamed_before ? "  FAIL: walrelay streamed it before, so it was dropped or lost "
-                                "(run exits 5)"
-              : cfg.source.create_slot ? " (will be created with plugin wal2json)"
-                                       : "  FAIL: source.create_slot is false")
-          << "\n";
-      ok = ok && cfg.source.create_slot && !streamed_before;
-      if (streamed_before) {
-        slot_code = ExitCode::kSlotLost;
-      } else if (!cfg.source.create_slot) {
-        slot_code = ExitCode::kRuntimeError;
-      }
     } else {
-      const auto& s = **slot;
-      out << "  slot " << cfg.source.slot << ": plugin " << s.plugin << ", type " << s.slot_type
-          << ", database " << s.database << ", active " << (s.active ? "yes" : "no");
-      if (s.active_pid) out << " (pid " << *s.active_pid << ")";
-      out << ", confirmed_flush_lsn " << s.confirmed_flush_lsn.to_string() << ", wal_status "
-          << s.wal_status << "\n";
-      if (s.plugin != "wal2json" || s.slot_type != "logical" || s.wal_status == "lost") {
-        out << "  FAIL: the slot must be a logical wal2json slot that is not lost\n";
-        ok = false;
-        slot_code = s.wal_status == "lost" && s.plugin == "wal2json" && s.slot_type == "logical"
-                        ? ExitCode::kSlotLost
-                        : ExitCode::kRuntimeError;
+      if (!*slot) {
+        out << "  slot " << cfg.source.slot << ": does not exist"
+            << (cfg.source.create_slot ? " (will be created with plugin wal2json)" : "") << "\n";
+      } else {
+        const auto& s = **slot;
+        out << "  slot " << cfg.source.slot << ": plugin " << s.plugin << ", type " << s.slot_type
+            << ", database " << s.database << ", active " << (s.active ? "yes" : "no");
+        if (s.active_pid) out << " (pid " << *s.active_pid << ")";
+        out << ", confirmed_flush_lsn " << s.confirmed_flush_lsn.to_string() << ", wal_status "
+            << s.wal_status << "\n";
+      }
+      if (auto refused = check_slot(*slot, record, allow_reset, cfg, sys->dbname)) {
+        refuse(*refused, slot_code);
       }
     }
     if (!list_tables(stream, cfg, sys->dbname, out)) {

@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "preflight.hpp"
 #include "walrelay/decoder/plugin_options.hpp"
 
 namespace walrelay {
@@ -278,52 +279,35 @@ Connector::Outcome Connector::prepare() {
   const std::string& slot = cfg_.source.slot;
   // allow_slot_reset accepts one loss: once used it is remembered in the record and ignored until
   // the operator removes it from the configuration (a start without it clears the mark).
-  bool allow_reset = cfg_.source.allow_slot_reset;
+  const bool allow_reset = slot_reset_allowed(cfg_, record_);
   if (record_ && record_->reset_used) {
-    if (allow_reset) {
+    if (cfg_.source.allow_slot_reset) {
       spdlog::warn(
           "source.allow_slot_reset is still set but was already used once for slot {}; "
           "it is ignored now. Remove it from the configuration",
           slot);
-      allow_reset = false;
     } else {
       record_->reset_used = false;
     }
   }
   // The durable slot record: a different cluster, or a failover past what walrelay confirmed,
-  // means the slot's stream may be missing changes.
-  if (record_ && !allow_reset) {
-    if (record_->system_id != system_.system_id) {
-      reason_ = "connected to PostgreSQL system " + system_.system_id + ", but slot " + slot +
-                " was streamed from system " + record_->system_id + " up to LSN " +
-                record_->confirmed.to_string() +
-                ": changes after it may be missing here. Last safe LSN: " +
-                record_->confirmed.to_string() +
-                ". Set source.allow_slot_reset: true to accept that and start over";
-      return fatal(ExitCode::kSlotLost);
+  // means the slot's stream may be missing changes (preflight.hpp, as `check` says).
+  std::optional<Lsn> fork;
+  if (record_ && record_->timeline != system_.timeline) {
+    auto history = stream_->query("TIMELINE_HISTORY " + std::to_string(system_.timeline));
+    if (history && !history->empty() && (*history)[0].size() >= 2) {
+      fork = timeline_switchpoint((*history)[0][1].value_or(""), record_->timeline);
     }
-    if (record_->timeline != system_.timeline) {
-      auto history = stream_->query("TIMELINE_HISTORY " + std::to_string(system_.timeline));
-      std::optional<Lsn> fork;
-      if (history && !history->empty() && (*history)[0].size() >= 2) {
-        fork = timeline_switchpoint((*history)[0][1].value_or(""), record_->timeline);
-      }
-      if (!fork || record_->confirmed > *fork) {
-        reason_ =
-            "the server is on timeline " + std::to_string(system_.timeline) +
-            " after a failover; timeline " + std::to_string(record_->timeline) +
-            (fork ? " ended at " + fork->to_string() : std::string(" is not in its history")) +
-            " but walrelay had confirmed up to " + record_->confirmed.to_string() +
-            ": those changes may be lost. Last safe LSN: " +
-            (fork ? fork->to_string() : record_->confirmed.to_string()) +
-            ". Set source.allow_slot_reset: true to accept that";
-        return fatal(ExitCode::kSlotLost);
-      }
-      spdlog::info(
-          "timeline {} → {} (fork at {}): walrelay's confirmed position {} is before the "
-          "fork, resuming",
-          record_->timeline, system_.timeline, fork->to_string(), record_->confirmed.to_string());
-    }
+  }
+  if (auto refused = check_slot_record(record_, allow_reset, system_, fork)) {
+    reason_ = refused->message;
+    return fatal(refused->code);
+  }
+  if (record_ && !allow_reset && fork) {
+    spdlog::info(
+        "timeline {} → {} (fork at {}): walrelay's confirmed position {} is before the "
+        "fork, resuming",
+        record_->timeline, system_.timeline, fork->to_string(), record_->confirmed.to_string());
   }
 
   // Tables, topics and outbox columns are checked before a slot is created: a configuration
@@ -375,21 +359,11 @@ Connector::Outcome Connector::prepare() {
     reason_ = "cannot look up slot " + slot + ": " + found.error();
     return Outcome::kRetry;
   }
+  if (auto refused = check_slot(*found, record_, allow_reset, cfg_, system_.dbname)) {
+    reason_ = refused->message;
+    return fatal(refused->code);
+  }
   if (!*found) {
-    if (record_ && !allow_reset) {
-      reason_ = "replication slot '" + slot +
-                "' no longer exists (dropped, or lost in a "
-                "failover), but walrelay streamed it up to LSN " +
-                record_->confirmed.to_string() +
-                ". A fresh slot would silently skip every change since. Last safe LSN: " +
-                record_->confirmed.to_string() +
-                ". Set source.allow_slot_reset: true to create a new slot anyway";
-      return fatal(ExitCode::kSlotLost);
-    }
-    if (!cfg_.source.create_slot) {
-      reason_ = "replication slot '" + slot + "' does not exist and source.create_slot is false";
-      return fatal(ExitCode::kRuntimeError);
-    }
     // With an initial snapshot the slot exports its snapshot: the tables are read at exactly
     // the slot's consistent point before START_REPLICATION (which ends the export).
     const bool snapshot = cfg_.snapshot.mode == "initial";
@@ -419,27 +393,6 @@ Connector::Outcome Connector::prepare() {
     router_->set_stream_start(Lsn{});  // a new slot: no last commit yet (Debezium: null)
   } else {
     const auto& s = **found;
-    if (s.slot_type != "logical" || s.plugin != "wal2json") {
-      reason_ = "replication slot '" + slot + "' is a " + s.slot_type + " slot with plugin '" +
-                s.plugin +
-                "'; walrelay needs a logical slot with wal2json. Drop it or configure "
-                "another source.slot";
-      return fatal(ExitCode::kRuntimeError);
-    }
-    if (s.database != system_.dbname) {
-      reason_ = "replication slot '" + slot + "' belongs to database '" + s.database + "', not '" +
-                system_.dbname + "'";
-      return fatal(ExitCode::kRuntimeError);
-    }
-    if (s.wal_status == "lost") {
-      reason_ = "replication slot '" + slot +
-                "' is invalidated (wal_status=lost, e.g. by "
-                "max_slot_wal_keep_size): changes after " +
-                s.confirmed_flush_lsn.to_string() +
-                " may be gone. Last safe LSN: " + s.confirmed_flush_lsn.to_string() +
-                ". Drop the slot and set source.allow_slot_reset: true to start over";
-      return fatal(ExitCode::kSlotLost);
-    }
     if (s.active) {
       reason_ = in_use_reason(slot, s.active_pid);
       return Outcome::kStandby;

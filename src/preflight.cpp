@@ -120,4 +120,84 @@ TablePreflight preflight_tables(const std::vector<MatchedTable>& matched,
   return out;
 }
 
+bool slot_reset_allowed(const config::Config& cfg, const std::optional<SlotRecord>& record) {
+  return cfg.source.allow_slot_reset && !(record && record->reset_used);
+}
+
+std::optional<SlotRefusal> check_slot_record(const std::optional<SlotRecord>& record,
+                                             bool allow_reset,
+                                             const replication::SystemInfo& server,
+                                             const std::optional<Lsn>& fork) {
+  if (!record || allow_reset) return std::nullopt;
+  const std::string safe = record->confirmed.to_string();
+  if (record->system_id != server.system_id) {
+    return SlotRefusal{ExitCode::kSlotLost,
+                       "connected to PostgreSQL system " + server.system_id + ", but slot " +
+                           record->slot + " was streamed from system " + record->system_id +
+                           " up to LSN " + safe +
+                           ": changes after it may be missing here. Last safe LSN: " + safe +
+                           ". Set source.allow_slot_reset: true to accept that and start over"};
+  }
+  if (record->timeline != server.timeline && (!fork || record->confirmed > *fork)) {
+    return SlotRefusal{
+        ExitCode::kSlotLost,
+        "the server is on timeline " + std::to_string(server.timeline) +
+            " after a failover; timeline " + std::to_string(record->timeline) +
+            (fork ? " ended at " + fork->to_string() : std::string(" is not in its history")) +
+            " but walrelay had confirmed up to " + safe +
+            ": those changes may be lost. Last safe LSN: " + (fork ? fork->to_string() : safe) +
+            ". Set source.allow_slot_reset: true to accept that"};
+  }
+  return std::nullopt;
+}
+
+std::optional<SlotRefusal> check_slot(const std::optional<replication::SlotInfo>& slot,
+                                      const std::optional<SlotRecord>& record, bool allow_reset,
+                                      const config::Config& cfg, const std::string& database) {
+  const std::string& name = cfg.source.slot;
+  if (!slot) {
+    if (record && !allow_reset) {
+      const std::string safe = record->confirmed.to_string();
+      return SlotRefusal{ExitCode::kSlotLost,
+                         "replication slot '" + name +
+                             "' no longer exists (dropped, or lost in a failover), but walrelay "
+                             "streamed it up to LSN " +
+                             safe +
+                             ". A fresh slot would silently skip every change since. Last safe "
+                             "LSN: " +
+                             safe +
+                             ". Set source.allow_slot_reset: true to create a new slot anyway"};
+    }
+    if (!cfg.source.create_slot) {
+      return SlotRefusal{
+          ExitCode::kRuntimeError,
+          "replication slot '" + name + "' does not exist and source.create_slot is false"};
+    }
+    return std::nullopt;
+  }
+  const auto& s = *slot;
+  if (s.slot_type != "logical" || s.plugin != "wal2json") {
+    return SlotRefusal{ExitCode::kRuntimeError,
+                       "replication slot '" + name + "' is a " + s.slot_type +
+                           " slot with plugin '" + s.plugin +
+                           "'; walrelay needs a logical slot with wal2json. Drop it or configure "
+                           "another source.slot"};
+  }
+  if (s.database != database) {
+    return SlotRefusal{ExitCode::kRuntimeError, "replication slot '" + name +
+                                                    "' belongs to database '" + s.database +
+                                                    "', not '" + database + "'"};
+  }
+  if (s.wal_status == "lost") {
+    const std::string safe = s.confirmed_flush_lsn.to_string();
+    return SlotRefusal{ExitCode::kSlotLost,
+                       "replication slot '" + name +
+                           "' is invalidated (wal_status=lost, e.g. by max_slot_wal_keep_size): "
+                           "changes after " +
+                           safe + " may be gone. Last safe LSN: " + safe +
+                           ". Drop the slot and set source.allow_slot_reset: true to start over"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace walrelay

@@ -1,13 +1,16 @@
 #pragma once
-// The table rules walrelay applies before it creates a slot, in one place: `run` stops on the
-// first refusal (exit 2) and logs the warnings; `check` prints every finding and exits as `run`
-// would. A configuration that cannot run must leave nothing behind on the server.
+// The rules walrelay applies before it streams or creates a slot, in one place: `run` stops on
+// the first refusal and logs the warnings; `check` prints every finding and exits as `run` would.
+// A configuration that cannot run must leave nothing behind on the server.
 
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "exit_code.hpp"
+#include "replication/replication_stream.hpp"
+#include "state_store.hpp"
 #include "table_inventory.hpp"
 #include "walrelay/config/config.hpp"
 #include "walrelay/router/event_router.hpp"
@@ -58,5 +61,39 @@ TablePreflight preflight_tables(const std::vector<MatchedTable>& matched,
                                 const std::vector<SkippedRelation>& skipped,
                                 const std::vector<std::string>& unmatched,
                                 router::EventRouter& router, const config::Config& cfg);
+
+// ------------------------------------------------------------------------------ the slot
+
+/// Why `run` stops before streaming from the slot: its exit code and the message it logs.
+struct SlotRefusal {
+  ExitCode code = ExitCode::kRuntimeError;
+  std::string message;
+};
+
+/// Whether source.allow_slot_reset counts for this start: it accepts one loss, so once used (the
+/// record says so) it is ignored until the operator removes it from the configuration.
+bool slot_reset_allowed(const config::Config& cfg, const std::optional<SlotRecord>& record);
+
+/// The durable slot record against the server walrelay connected to (README "Reliability"): a
+/// different cluster (system id), or a timeline whose fork (`fork`: where the record's timeline
+/// ended in the server's TIMELINE_HISTORY, nullopt when it is not in it) comes before what
+/// walrelay confirmed, means the slot's stream may miss changes: exit 5 (kSlotLost), naming the
+/// last safe LSN. nullopt: no record, `allow_reset`, or the record fits. `fork` is only read
+/// when the timelines differ.
+std::optional<SlotRefusal> check_slot_record(const std::optional<SlotRecord>& record,
+                                             bool allow_reset,
+                                             const replication::SystemInfo& server,
+                                             const std::optional<Lsn>& fork);
+
+/// The slot as pg_replication_slots shows it (nullopt: it does not exist):
+/// - missing while the record says walrelay streamed it (and no `allow_reset`): exit 5;
+/// - missing with source.create_slot false: exit 1;
+/// - not a logical wal2json slot, or of another database: exit 1;
+/// - invalidated (wal_status lost, e.g. by max_slot_wal_keep_size; PostgreSQL docs §54.19
+///   "pg_replication_slots"): exit 5.
+/// nullopt: `run` creates the slot or streams from it (an active slot is waited for, not refused).
+std::optional<SlotRefusal> check_slot(const std::optional<replication::SlotInfo>& slot,
+                                      const std::optional<SlotRecord>& record, bool allow_reset,
+                                      const config::Config& cfg, const std::string& database);
 
 }  // namespace walrelay

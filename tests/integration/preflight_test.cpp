@@ -145,5 +145,25 @@ TEST_F(PreflightTest, TableRulesAreAppliedAlikeByCheckAndRun) {
   }
 }
 
+// The slot rules (preflight.hpp): a slot walrelay streamed that is gone (exit 5), and a missing
+// slot walrelay may not create (exit 1).
+TEST_F(PreflightTest, SlotRulesAreAppliedAlikeByCheckAndRun) {
+  pg_->exec("CREATE TABLE " + table("plain") + " (id int PRIMARY KEY)");
+  const auto cfg = make_config({{table("plain")}});
+  {
+    WalrelayProcess first(cfg.to_yaml(), "walrelay run (first)");
+    start_streaming(first, name_);
+    ASSERT_TRUE(stop_gracefully(first, name_));
+  }
+  drop_slot_quietly(*pg_, name_);
+  expect_agreement("a dropped slot walrelay streamed", cfg.to_yaml(), 5,
+                   "replication slot '" + name_ + "' no longer exists");
+  auto other = cfg;
+  other.slot = name_ + "_x";
+  std::string yaml = other.to_yaml();
+  yaml.replace(yaml.find("create_slot: true"), 17, "create_slot: false");
+  expect_agreement("create_slot false", yaml, 1, "source.create_slot is false");
+}
+
 }  // namespace
 }  // namespace walrelay::itest
