@@ -920,7 +920,9 @@ void Connector::schedule_progress() {
         rate, events_total_, flush.to_string(), lag, retained_wal_bytes_, restart_lsn_text_,
         tracker_.in_flight_events(), tracker_.in_flight_bytes(), dead_lettered_mapping_,
         dead_lettered_oversize_, dead_lettered_delivery_, reconnects_,
-        stream_->paused() ? " (paused: backpressure)" : "",
+        parked_             ? " (paused: a change waits for its catalog lookup)"
+        : stream_->paused() ? " (paused: backpressure)"
+                            : "",
         (router_->outbox_updates_ignored() > 0
              ? fmt::format(", {} outbox UPDATEs ignored", router_->outbox_updates_ignored())
              : std::string()) +

@@ -86,6 +86,12 @@ TEST_F(CatalogLookupTest, ABlockedLookupDoesNotHoldUpAcknowledgementsOfEarlierCh
   // Still waiting (the assertions above ran while the lock was held).
   EXPECT_EQ(observer.value(waiting_lookups), "1");
   EXPECT_EQ(kafka_->read_all({topic("fresh")}).size(), 0u);
+  // The wait is visible: walrelay_catalog_lookup_waiting 1, and no backpressure.
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
+  const std::string metrics = http_get(*port, "/metrics").body;
+  EXPECT_NE(metrics.find("\nwalrelay_catalog_lookup_waiting 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\nwalrelay_backpressure_paused 0\n"), std::string::npos) << metrics;
 
   locker.exec("COMMIT");
   // The lookup completes: `fresh` and then the later change arrive, in order.
@@ -106,6 +112,8 @@ TEST_F(CatalogLookupTest, ABlockedLookupDoesNotHoldUpAcknowledgementsOfEarlierCh
       },
       30s))
       << proc.logs();
+  EXPECT_NE(http_get(*port, "/metrics").body.find("\nwalrelay_catalog_lookup_waiting 0\n"),
+            std::string::npos);
   ASSERT_TRUE(stop_gracefully(proc, name_));
 }
 
