@@ -276,37 +276,48 @@ class Catalog::Load {
 
 Catalog::Catalog(boost::asio::any_io_executor executor, std::string conninfo,
                  std::string application_name, router::TypeRegistry& types)
-    : types_(types), conn_(std::move(executor), std::move(conninfo), std::move(application_name)) {}
+    : conninfo_(std::move(conninfo)),
+      application_name_(replication::fit_application_name(std::move(application_name))),
+      types_(types),
+      async_(std::move(executor), conninfo_, application_name_) {}
 
-Catalog::~Catalog() = default;
+Catalog::~Catalog() {
+  if (blocking_ != nullptr) PQfinish(blocking_);
+}
 
 PGconn* Catalog::blocking_connection() {
-  if (PGconn* idle = conn_.idle_connection()) return idle;
-  if (conn_.busy()) {
-    last_error_ = "the catalog connection is busy with a lookup";
-    return nullptr;
+  if (blocking_ != nullptr && PQstatus(blocking_) == CONNECTION_OK) return blocking_;
+  if (blocking_ != nullptr) PQfinish(blocking_);
+  const char* keywords[] = {"dbname", "application_name", nullptr};
+  const char* values[] = {conninfo_.c_str(), application_name_.c_str(), nullptr};
+  blocking_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+  replication::route_notices_to_log(blocking_);
+  if (blocking_ == nullptr || PQstatus(blocking_) != CONNECTION_OK) {
+    last_error_ = blocking_ != nullptr ? trim(PQerrorMessage(blocking_)) : "out of memory";
+  } else if (auto encoded = use_walrelay_client_encoding(blocking_); !encoded) {
+    last_error_ = encoded.error();
+  } else {
+    return blocking_;
   }
-  // A reset session starts with the server's default client_encoding again: connect_blocking
-  // sets walrelay's.
-  if (auto connected = conn_.connect_blocking(); !connected) {
-    last_error_ = connected.error();
-    return nullptr;
-  }
-  return conn_.idle_connection();
+  if (blocking_ != nullptr) PQfinish(blocking_);
+  blocking_ = nullptr;
+  return nullptr;
 }
 
 std::expected<void, std::string> Catalog::connect() {
-  if (auto connected = conn_.connect_blocking(); !connected) {
-    last_error_ = connected.error();
-    return std::unexpected("catalog connection: " + last_error_);
-  }
-  auto rows = exec_blocking(conn_.idle_connection(), kTypesSql, {});
+  PGconn* conn = blocking_connection();
+  if (conn == nullptr) return std::unexpected("catalog connection: " + last_error_);
+  auto rows = exec_blocking(conn, kTypesSql, {});
   if (!rows) {
     last_error_ = rows.error();
     return std::unexpected("cannot read pg_type: " + last_error_);
   }
   for (std::size_t i = 0; i < rows->size(); ++i) types_.add(type_info(*rows, i));
   return {};
+}
+
+void Catalog::query_async(std::string sql, AsyncPgConnection::Done done) {
+  async_.query(std::move(sql), {}, std::move(done));
 }
 
 std::expected<std::unique_ptr<router::TableSchema>, std::string> Catalog::load(
@@ -350,19 +361,19 @@ void Catalog::prefetch_step(std::shared_ptr<Load> load, std::string key,
     done();
     return;
   }
-  conn_.query(std::move(q->sql), std::move(q->params),
-              [this, load, key, done = std::move(done)](AsyncPgConnection::Result rows) mutable {
-                if (auto taken = load->take(rows); !taken) {
-                  last_error_ = taken.error();
-                  const auto nul = key.find('\0');
-                  spdlog::warn("catalog lookup of {}.{} failed: {}", key.substr(0, nul),
-                               key.substr(nul + 1), last_error_);
-                  prefetched_[key] = true;  // answered from the cache: as a failed lookup was
-                  done();
-                  return;
-                }
-                prefetch_step(std::move(load), std::move(key), std::move(done));
-              });
+  async_.query(std::move(q->sql), std::move(q->params),
+               [this, load, key, done = std::move(done)](AsyncPgConnection::Result rows) mutable {
+                 if (auto taken = load->take(rows); !taken) {
+                   last_error_ = taken.error();
+                   const auto nul = key.find('\0');
+                   spdlog::warn("catalog lookup of {}.{} failed: {}", key.substr(0, nul),
+                                key.substr(nul + 1), last_error_);
+                   prefetched_[key] = true;  // answered from the cache: as a failed lookup was
+                   done();
+                   return;
+                 }
+                 prefetch_step(std::move(load), std::move(key), std::move(done));
+               });
 }
 
 const router::TableSchema* Catalog::install(const std::string& key,
@@ -379,13 +390,6 @@ const router::TableSchema* Catalog::install(const std::string& key,
   if (slot) retired_.push_back(std::move(slot));
   slot = std::move(loaded);
   return slot.get();
-}
-
-std::expected<std::vector<std::vector<std::optional<std::string>>>, std::string> Catalog::query(
-    const std::string& sql) {
-  PGconn* conn = blocking_connection();
-  if (conn == nullptr) return std::unexpected("catalog connection: " + last_error_);
-  return exec_blocking(conn, sql, {});
 }
 
 const router::TableSchema* Catalog::table(std::string_view schema, std::string_view table,

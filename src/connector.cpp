@@ -486,9 +486,12 @@ void Connector::end_session() {
   in_txn_ = false;
   pending_ = {};
   if (parked_) {
-    // The next session replays the change from the slot; its lookup may never answer.
+    // The next session replays the change from the slot; its lookup may never answer. Closing
+    // the non-blocking catalog connection drops the periodic queries queued behind it too.
     parked_.reset();
     if (catalog_) catalog_->abandon_prefetch();
+    catalog_check_running_ = false;
+    retained_poll_running_ = false;
   }
 }
 

@@ -69,8 +69,11 @@ class Connector {
   void remember_captured(const std::vector<MatchedTable>& tables,
                          const std::vector<SkippedRelation>& skipped);
   void schedule_catalog_check();
-  /// Looks the captured tables up again (source.catalog_check_interval) and reports changes.
+  /// Looks the captured tables up again (source.catalog_check_interval) without blocking, and
+  /// reports changes (compare_catalog).
   void check_catalog();
+  void compare_catalog(const TableMatcher& matcher);
+  bool catalog_check_running_ = false;
   /// Reads the database's server_encoding on the replication connection and sets `transcoder_`
   /// (connector_encoding.cpp). An encoding walrelay refuses is fatal with exit 2.
   Outcome check_encoding();
@@ -169,6 +172,10 @@ class Connector {
   /// The slot's retained WAL (from restart_lsn) for the progress line, and the transaction that
   /// holds restart_lsn back, named once (connector_wal_retention.cpp).
   void poll_retained_wal();
+  /// The second step: names what holds restart_lsn (`behind_confirmed` bytes before the
+  /// confirmed position).
+  void name_wal_holder(long long behind_confirmed);
+  bool retained_poll_running_ = false;
   long long retained_wal_bytes_ = -1;
 
   // Metrics and health (connector_metrics.cpp).

@@ -39,11 +39,6 @@ bool AsyncPgConnection::busy() const {
   return connecting_ || running_ || !queue_.empty();
 }
 
-PGconn* AsyncPgConnection::idle_connection() const {
-  if (busy() || conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) return nullptr;
-  return conn_;
-}
-
 void AsyncPgConnection::drop_connection() {
   ++generation_;
   connect_timer_.cancel();
@@ -64,26 +59,6 @@ void AsyncPgConnection::drop_connection() {
 void AsyncPgConnection::close() {
   drop_connection();
   queue_.clear();
-}
-
-std::expected<void, std::string> AsyncPgConnection::connect_blocking() {
-  if (busy()) return std::unexpected("the connection is busy");
-  drop_connection();
-  const char* keywords[] = {"dbname", "application_name", nullptr};
-  const char* values[] = {conninfo_.c_str(), application_name_.c_str(), nullptr};
-  conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
-  replication::route_notices_to_log(conn_);
-  if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
-    const std::string error = error_of(conn_);
-    drop_connection();
-    return std::unexpected(error);
-  }
-  if (auto encoded = use_walrelay_client_encoding(conn_); !encoded) {
-    drop_connection();
-    return std::unexpected(encoded.error());
-  }
-  PQsetnonblocking(conn_, 1);  // PQexec still blocks (libpq docs §34.4); sends do not
-  return {};
 }
 
 void AsyncPgConnection::query(std::string sql, std::vector<std::string> params, Done done) {

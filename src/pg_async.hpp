@@ -52,14 +52,6 @@ class AsyncPgConnection {
   /// parameters `$1`… `done` is called on the executor thread, never from inside this call.
   void query(std::string sql, std::vector<std::string> params, Done done);
 
-  /// Connects and sets the client encoding, blocking (start-up, before streaming). Error: libpq's
-  /// message. Refused while busy().
-  std::expected<void, std::string> connect_blocking();
-
-  /// The connection for a blocking call (PQexec and friends), or nullptr while it is not
-  /// connected or busy(): a blocking call must never interleave with a queued query.
-  [[nodiscard]] PGconn* idle_connection() const;
-
   /// True while connecting or while a query is queued or running.
   [[nodiscard]] bool busy() const;
 
