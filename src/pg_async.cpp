@@ -122,6 +122,14 @@ void AsyncPgConnection::poll_connect(PostgresPollingStatusType last) {
   switch (last) {
     case PGRES_POLLING_READING:
     case PGRES_POLLING_WRITING:
+      // libpq may have closed its socket and opened another (another host or address, an SSL
+      // fallback), possibly under the same number: watch the descriptor anew at every step.
+      if (socket_) {
+        boost::system::error_code ec;
+        socket_->cancel(ec);
+        socket_->release();
+        socket_.reset();
+      }
       wait(last == PGRES_POLLING_WRITING, [this] { poll_connect(PQconnectPoll(conn_)); });
       return;
     case PGRES_POLLING_OK: {
@@ -152,7 +160,6 @@ void AsyncPgConnection::wait(bool for_write, std::function<void()> then) {
     fail(error_of(conn_));
     return;
   }
-  // libpq may open another socket while connecting (another host or address, SSL fallback).
   if (!socket_ || socket_->native_handle() != fd) {
     if (socket_) {
       boost::system::error_code ec;
