@@ -104,20 +104,24 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
     auto wal_level = stream.query("SHOW wal_level");
     const std::string level =
         wal_level && !wal_level->empty() ? (*wal_level)[0][0].value_or("") : "?";
-    out << "  wal_level " << level << (level == "logical" ? "" : "  FAIL: needs logical") << "\n";
-    // The walsender drops a client silent for wal_sender_timeout: status updates must come
-    // sooner. max_slot_wal_keep_size -1 lets a stalled slot fill the primary's disk.
+    out << "  wal_level " << level << "\n";
+    if (auto refused = check_wal_level(level)) {
+      out << "  FAIL: " << refused->message << " (run exits " << static_cast<int>(refused->code)
+          << ")\n";
+      server_code = refused->code;
+    }
+    // The walsender drops a client silent for wal_sender_timeout: `run` sends status updates well
+    // within it (preflight.hpp). max_slot_wal_keep_size -1 lets a stalled slot fill the disk.
     auto settings = stream.query(
-        "SELECT (SELECT setting::bigint * CASE unit WHEN 's' THEN 1000 ELSE 1 END FROM "
-        "pg_catalog.pg_settings WHERE name = 'wal_sender_timeout'), "
+        "SELECT current_setting('wal_sender_timeout'), "
         "current_setting('max_slot_wal_keep_size')");
     if (settings && !settings->empty()) {
       const auto& r = (*settings)[0];
-      const long long timeout_ms = r[0] ? std::stoll(*r[0]) : 0;
-      out << "  wal_sender_timeout " << timeout_ms << " ms";
-      if (timeout_ms > 0 && cfg.source.status_interval.count() >= timeout_ms) {
-        out << "  WARN: source.status_interval (" << cfg.source.status_interval.count()
-            << " ms) must be shorter, or the server drops walrelay between status updates";
+      const auto timeout = parse_pg_duration(r[0].value_or("0"));
+      out << "  wal_sender_timeout " << timeout.count() << " ms";
+      if (auto chosen = status_interval_for(cfg.source.status_interval, timeout);
+          !chosen.warning.empty()) {
+        out << "  WARN: " << chosen.warning;
       }
       out << "\n  max_slot_wal_keep_size " << r[1].value_or("?");
       if (r[1].value_or("") == "-1") {
@@ -127,7 +131,6 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
       out << "\n";
     }
     ok = ok && level == "logical";
-    if (level != "logical") server_code = ExitCode::kRuntimeError;
     // The same decision `run` makes before streaming (README "Database encoding").
     auto shown = stream.query("SHOW server_encoding");
     const std::string encoding =
@@ -146,7 +149,7 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
         cfg.source.slot);
     auto loaded = store.load();
     std::optional<SlotRecord> record;
-    auto refuse = [&](const SlotRefusal& r, std::optional<ExitCode>& code) {
+    auto refuse = [&](const Refusal& r, std::optional<ExitCode>& code) {
       out << "  FAIL: " << r.message << " (run exits " << static_cast<int>(r.code) << ")\n";
       ok = false;
       code = r.code;

@@ -39,20 +39,6 @@ bool connect_error_is_fatal(const std::string& msg) {
   return false;
 }
 
-// A PostgreSQL duration setting as SHOW prints it (`60s`, `1min`, `500ms`, `0`).
-std::chrono::milliseconds parse_pg_duration(const std::string& text) {
-  std::size_t i = 0;
-  long long n = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') n = n * 10 + (text[i++] - '0');
-  const std::string unit = text.substr(i);
-  if (unit == "ms") return std::chrono::milliseconds(n);
-  if (unit == "s" || unit.empty()) return std::chrono::seconds(n);
-  if (unit == "min") return std::chrono::minutes(n);
-  if (unit == "h") return std::chrono::hours(n);
-  if (unit == "d") return std::chrono::hours(24 * n);
-  return std::chrono::milliseconds(0);
-}
-
 // Set by a second SIGINT/SIGTERM during the shutdown flush (async-signal-safe: a lock-free flag).
 std::atomic<bool> g_second_signal{false};
 extern "C" void on_second_signal(int /*signo*/) {
@@ -255,25 +241,17 @@ Connector::Outcome Connector::prepare() {
     reason_ = "cannot read wal_level: " + wal_level.error();
     return Outcome::kRetry;
   }
-  if (wal_level->empty() || (*wal_level)[0][0].value_or("") != "logical") {
-    reason_ = "wal_level is '" + (wal_level->empty() ? "" : (*wal_level)[0][0].value_or("")) +
-              "': logical decoding needs wal_level=logical (PostgreSQL docs §20.5.1); set it in "
-              "postgresql.conf and restart the server";
-    return fatal(ExitCode::kRuntimeError);
+  if (auto refused = check_wal_level(wal_level->empty() ? "" : (*wal_level)[0][0].value_or(""))) {
+    reason_ = refused->message;
+    return fatal(refused->code);
   }
   if (auto encoding = check_encoding(); encoding != Outcome::kStreaming) return encoding;
-  // Standby status updates must come well within wal_sender_timeout, or the server drops the
-  // connection (shared/cases/README.md item 13).
   status_interval_ = cfg_.source.status_interval;
   if (auto t = stream_->query("SHOW wal_sender_timeout"); t && !t->empty()) {
-    const auto timeout = parse_pg_duration((*t)[0][0].value_or("0"));
-    if (timeout.count() > 0 && status_interval_ * 2 > timeout) {
-      status_interval_ = std::max(std::chrono::milliseconds(100), timeout / 3);
-      spdlog::warn(
-          "source.status_interval {} ms is not well below the server's wal_sender_timeout "
-          "{} ms: sending standby status updates every {} ms",
-          cfg_.source.status_interval.count(), timeout.count(), status_interval_.count());
-    }
+    const auto chosen = status_interval_for(cfg_.source.status_interval,
+                                            parse_pg_duration((*t)[0][0].value_or("0")));
+    status_interval_ = chosen.interval;
+    if (!chosen.warning.empty()) spdlog::warn("{}", chosen.warning);
   }
 
   const std::string& slot = cfg_.source.slot;

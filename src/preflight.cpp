@@ -120,26 +120,59 @@ TablePreflight preflight_tables(const std::vector<MatchedTable>& matched,
   return out;
 }
 
+std::optional<Refusal> check_wal_level(const std::string& wal_level) {
+  if (wal_level == "logical") return std::nullopt;
+  return Refusal{ExitCode::kRuntimeError,
+                 "wal_level is '" + wal_level +
+                     "': logical decoding needs wal_level=logical (PostgreSQL docs §20.5.1); set "
+                     "it in postgresql.conf and restart the server"};
+}
+
+std::chrono::milliseconds parse_pg_duration(const std::string& text) {
+  std::size_t i = 0;
+  long long n = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') n = n * 10 + (text[i++] - '0');
+  const std::string unit = text.substr(i);
+  if (unit == "ms") return std::chrono::milliseconds(n);
+  if (unit == "s" || unit.empty()) return std::chrono::seconds(n);
+  if (unit == "min") return std::chrono::minutes(n);
+  if (unit == "h") return std::chrono::hours(n);
+  if (unit == "d") return std::chrono::hours(24 * n);
+  return std::chrono::milliseconds(0);
+}
+
+StatusInterval status_interval_for(std::chrono::milliseconds configured,
+                                   std::chrono::milliseconds wal_sender_timeout) {
+  if (wal_sender_timeout.count() <= 0 || configured * 2 <= wal_sender_timeout) {
+    return {configured, {}};
+  }
+  const auto interval = std::max(std::chrono::milliseconds(100), wal_sender_timeout / 3);
+  return {interval, "source.status_interval " + std::to_string(configured.count()) +
+                        " ms is not well below the server's wal_sender_timeout " +
+                        std::to_string(wal_sender_timeout.count()) +
+                        " ms: sending standby status updates every " +
+                        std::to_string(interval.count()) + " ms"};
+}
+
 bool slot_reset_allowed(const config::Config& cfg, const std::optional<SlotRecord>& record) {
   return cfg.source.allow_slot_reset && !(record && record->reset_used);
 }
 
-std::optional<SlotRefusal> check_slot_record(const std::optional<SlotRecord>& record,
-                                             bool allow_reset,
-                                             const replication::SystemInfo& server,
-                                             const std::optional<Lsn>& fork) {
+std::optional<Refusal> check_slot_record(const std::optional<SlotRecord>& record, bool allow_reset,
+                                         const replication::SystemInfo& server,
+                                         const std::optional<Lsn>& fork) {
   if (!record || allow_reset) return std::nullopt;
   const std::string safe = record->confirmed.to_string();
   if (record->system_id != server.system_id) {
-    return SlotRefusal{ExitCode::kSlotLost,
-                       "connected to PostgreSQL system " + server.system_id + ", but slot " +
-                           record->slot + " was streamed from system " + record->system_id +
-                           " up to LSN " + safe +
-                           ": changes after it may be missing here. Last safe LSN: " + safe +
-                           ". Set source.allow_slot_reset: true to accept that and start over"};
+    return Refusal{ExitCode::kSlotLost,
+                   "connected to PostgreSQL system " + server.system_id + ", but slot " +
+                       record->slot + " was streamed from system " + record->system_id +
+                       " up to LSN " + safe +
+                       ": changes after it may be missing here. Last safe LSN: " + safe +
+                       ". Set source.allow_slot_reset: true to accept that and start over"};
   }
   if (record->timeline != server.timeline && (!fork || record->confirmed > *fork)) {
-    return SlotRefusal{
+    return Refusal{
         ExitCode::kSlotLost,
         "the server is on timeline " + std::to_string(server.timeline) +
             " after a failover; timeline " + std::to_string(record->timeline) +
@@ -151,25 +184,24 @@ std::optional<SlotRefusal> check_slot_record(const std::optional<SlotRecord>& re
   return std::nullopt;
 }
 
-std::optional<SlotRefusal> check_slot(const std::optional<replication::SlotInfo>& slot,
-                                      const std::optional<SlotRecord>& record, bool allow_reset,
-                                      const config::Config& cfg, const std::string& database) {
+std::optional<Refusal> check_slot(const std::optional<replication::SlotInfo>& slot,
+                                  const std::optional<SlotRecord>& record, bool allow_reset,
+                                  const config::Config& cfg, const std::string& database) {
   const std::string& name = cfg.source.slot;
   if (!slot) {
     if (record && !allow_reset) {
       const std::string safe = record->confirmed.to_string();
-      return SlotRefusal{ExitCode::kSlotLost,
-                         "replication slot '" + name +
-                             "' no longer exists (dropped, or lost in a failover), but walrelay "
-                             "streamed it up to LSN " +
-                             safe +
-                             ". A fresh slot would silently skip every change since. Last safe "
-                             "LSN: " +
-                             safe +
-                             ". Set source.allow_slot_reset: true to create a new slot anyway"};
+      return Refusal{ExitCode::kSlotLost,
+                     "replication slot '" + name +
+                         "' no longer exists (dropped, or lost in a failover), but walrelay "
+                         "streamed it up to LSN " +
+                         safe +
+                         ". A fresh slot would silently skip every change since. Last safe "
+                         "LSN: " +
+                         safe + ". Set source.allow_slot_reset: true to create a new slot anyway"};
     }
     if (!cfg.source.create_slot) {
-      return SlotRefusal{
+      return Refusal{
           ExitCode::kRuntimeError,
           "replication slot '" + name + "' does not exist and source.create_slot is false"};
     }
@@ -177,25 +209,25 @@ std::optional<SlotRefusal> check_slot(const std::optional<replication::SlotInfo>
   }
   const auto& s = *slot;
   if (s.slot_type != "logical" || s.plugin != "wal2json") {
-    return SlotRefusal{ExitCode::kRuntimeError,
-                       "replication slot '" + name + "' is a " + s.slot_type +
-                           " slot with plugin '" + s.plugin +
-                           "'; walrelay needs a logical slot with wal2json. Drop it or configure "
-                           "another source.slot"};
+    return Refusal{ExitCode::kRuntimeError,
+                   "replication slot '" + name + "' is a " + s.slot_type + " slot with plugin '" +
+                       s.plugin +
+                       "'; walrelay needs a logical slot with wal2json. Drop it or configure "
+                       "another source.slot"};
   }
   if (s.database != database) {
-    return SlotRefusal{ExitCode::kRuntimeError, "replication slot '" + name +
-                                                    "' belongs to database '" + s.database +
-                                                    "', not '" + database + "'"};
+    return Refusal{ExitCode::kRuntimeError, "replication slot '" + name +
+                                                "' belongs to database '" + s.database +
+                                                "', not '" + database + "'"};
   }
   if (s.wal_status == "lost") {
     const std::string safe = s.confirmed_flush_lsn.to_string();
-    return SlotRefusal{ExitCode::kSlotLost,
-                       "replication slot '" + name +
-                           "' is invalidated (wal_status=lost, e.g. by max_slot_wal_keep_size): "
-                           "changes after " +
-                           safe + " may be gone. Last safe LSN: " + safe +
-                           ". Drop the slot and set source.allow_slot_reset: true to start over"};
+    return Refusal{ExitCode::kSlotLost,
+                   "replication slot '" + name +
+                       "' is invalidated (wal_status=lost, e.g. by max_slot_wal_keep_size): "
+                       "changes after " +
+                       safe + " may be gone. Last safe LSN: " + safe +
+                       ". Drop the slot and set source.allow_slot_reset: true to start over"};
   }
   return std::nullopt;
 }

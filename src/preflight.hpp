@@ -3,6 +3,7 @@
 // the first refusal and logs the warnings; `check` prints every finding and exits as `run` would.
 // A configuration that cannot run must leave nothing behind on the server.
 
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -62,13 +63,34 @@ TablePreflight preflight_tables(const std::vector<MatchedTable>& matched,
                                 const std::vector<std::string>& unmatched,
                                 router::EventRouter& router, const config::Config& cfg);
 
-// ------------------------------------------------------------------------------ the slot
-
-/// Why `run` stops before streaming from the slot: its exit code and the message it logs.
-struct SlotRefusal {
+/// Why `run` stops before streaming: its exit code and the message it logs.
+struct Refusal {
   ExitCode code = ExitCode::kRuntimeError;
   std::string message;
 };
+
+// ---------------------------------------------------------------------------- the server
+
+/// `wal_level` as SHOW prints it: logical decoding needs `logical` (PostgreSQL docs §20.5.1,
+/// "wal_level"); anything else is refused with exit 1 (a server setting, not walrelay's).
+std::optional<Refusal> check_wal_level(const std::string& wal_level);
+
+/// A PostgreSQL duration as SHOW prints it (`60s`, `1min`, `500ms`, `0`); 0 for what it cannot
+/// read.
+std::chrono::milliseconds parse_pg_duration(const std::string& text);
+
+/// The standby status update interval walrelay uses: source.status_interval, unless it is not
+/// well below the server's wal_sender_timeout (then a third of that, at least 100 ms), since the
+/// walsender drops a client silent for that long (PostgreSQL docs §20.6.1 "wal_sender_timeout";
+/// shared/cases/README.md item 13). `warning` says so when the interval was shortened.
+struct StatusInterval {
+  std::chrono::milliseconds interval;
+  std::string warning;
+};
+StatusInterval status_interval_for(std::chrono::milliseconds configured,
+                                   std::chrono::milliseconds wal_sender_timeout);
+
+// ------------------------------------------------------------------------------ the slot
 
 /// Whether source.allow_slot_reset counts for this start: it accepts one loss, so once used (the
 /// record says so) it is ignored until the operator removes it from the configuration.
@@ -80,10 +102,9 @@ bool slot_reset_allowed(const config::Config& cfg, const std::optional<SlotRecor
 /// walrelay confirmed, means the slot's stream may miss changes: exit 5 (kSlotLost), naming the
 /// last safe LSN. nullopt: no record, `allow_reset`, or the record fits. `fork` is only read
 /// when the timelines differ.
-std::optional<SlotRefusal> check_slot_record(const std::optional<SlotRecord>& record,
-                                             bool allow_reset,
-                                             const replication::SystemInfo& server,
-                                             const std::optional<Lsn>& fork);
+std::optional<Refusal> check_slot_record(const std::optional<SlotRecord>& record, bool allow_reset,
+                                         const replication::SystemInfo& server,
+                                         const std::optional<Lsn>& fork);
 
 /// The slot as pg_replication_slots shows it (nullopt: it does not exist):
 /// - missing while the record says walrelay streamed it (and no `allow_reset`): exit 5;
@@ -92,8 +113,8 @@ std::optional<SlotRefusal> check_slot_record(const std::optional<SlotRecord>& re
 /// - invalidated (wal_status lost, e.g. by max_slot_wal_keep_size; PostgreSQL docs §54.19
 ///   "pg_replication_slots"): exit 5.
 /// nullopt: `run` creates the slot or streams from it (an active slot is waited for, not refused).
-std::optional<SlotRefusal> check_slot(const std::optional<replication::SlotInfo>& slot,
-                                      const std::optional<SlotRecord>& record, bool allow_reset,
-                                      const config::Config& cfg, const std::string& database);
+std::optional<Refusal> check_slot(const std::optional<replication::SlotInfo>& slot,
+                                  const std::optional<SlotRecord>& record, bool allow_reset,
+                                  const config::Config& cfg, const std::string& database);
 
 }  // namespace walrelay
