@@ -18,16 +18,23 @@
 namespace walrelay::itest {
 namespace {
 
-class CatalogLookupTest : public IntegrationTest {};
-
 // `a` > `b` as LSNs (`X/Y` text), compared by the server.
 bool lsn_after(Pg& pg, const std::string& a, const std::string& b) {
   return pg.value("SELECT (" + sql_literal(a) + "::pg_lsn > " + sql_literal(b) +
                   "::pg_lsn)::text") == "true";
 }
 
-TEST_F(CatalogLookupTest, ABlockedLookupDoesNotHoldUpAcknowledgementsOfEarlierChanges) {
+class CatalogLookupTest : public IntegrationTest {
+ protected:
+  // The change that needs the lookup is an INSERT into `fresh`: with `refresh` false the table
+  // appears after start-up (its first sight), with `refresh` true it was known at start-up and
+  // has a column added since (its shape is read again).
+  void blocked_lookup_does_not_hold_up_earlier_changes(bool refresh);
+};
+
+void CatalogLookupTest::blocked_lookup_does_not_hold_up_earlier_changes(bool refresh) {
   pg_->exec("CREATE TABLE " + table("known") + " (id int PRIMARY KEY, v text)");
+  if (refresh) pg_->exec("CREATE TABLE " + table("fresh") + " (id int PRIMARY KEY)");
   auto cfg = make_config({{table("*")}});
   cfg.status_interval = "200ms";
   // No heartbeat: nothing else should be in the stream after the blocked change.
@@ -37,8 +44,11 @@ TEST_F(CatalogLookupTest, ABlockedLookupDoesNotHoldUpAcknowledgementsOfEarlierCh
   pg_->exec("INSERT INTO " + table("known") + " VALUES (0, 'warm-up')");
   ASSERT_EQ(kafka_->read_at_least({topic("known")}, 1).size(), 1u) << proc.logs();
 
-  // `fresh` appears after start-up: its first change needs a catalog lookup.
-  pg_->exec("CREATE TABLE " + table("fresh") + " (id int PRIMARY KEY)");
+  if (refresh) {
+    pg_->exec("ALTER TABLE " + table("fresh") + " ADD COLUMN extra int");
+  } else {
+    pg_->exec("CREATE TABLE " + table("fresh") + " (id int PRIMARY KEY)");
+  }
   Pg writer(env_.pg_conninfo);
   writer.exec("SELECT count(*) FROM " + table("known") + ", " + table("fresh"));  // warm caches
   // Every session the test uses while the lock is held has resolved its names before (a name
@@ -59,7 +69,7 @@ TEST_F(CatalogLookupTest, ABlockedLookupDoesNotHoldUpAcknowledgementsOfEarlierCh
               " SELECT g, 'earlier' FROM generate_series(1, 20) g");
   // Other tests' WAL may follow, and be confirmed as idle WAL: the bound is where `fresh` starts.
   const std::string before_fresh = writer.value("SELECT pg_current_wal_insert_lsn()::text");
-  writer.exec("INSERT INTO " + table("fresh") + " VALUES (1)");
+  writer.exec("INSERT INTO " + table("fresh") + (refresh ? " VALUES (1, 7)" : " VALUES (1)"));
   writer.exec("INSERT INTO " + table("known") + " VALUES (100, 'later')");
 
   // walrelay's catalog session waits on the lock: the lookup is in progress.
@@ -99,6 +109,9 @@ TEST_F(CatalogLookupTest, ABlockedLookupDoesNotHoldUpAcknowledgementsOfEarlierCh
   auto fresh = kafka_->read_at_least({topic("fresh")}, 1, 30s);
   ASSERT_EQ(fresh.size(), 1u) << proc.logs();
   EXPECT_EQ(json_at(*fresh[0].value, "/after/id"), "1");
+  if (refresh) {
+    EXPECT_EQ(json_at(*fresh[0].value, "/after/extra"), "7");
+  }
   known = kafka_->read_at_least({topic("known")}, 22, 30s);
   ASSERT_EQ(known.size(), 22u) << describe(known);
   bool later = false;
@@ -116,6 +129,14 @@ TEST_F(CatalogLookupTest, ABlockedLookupDoesNotHoldUpAcknowledgementsOfEarlierCh
   EXPECT_NE(http_get(*port, "/metrics").body.find("\nwalrelay_catalog_lookup_waiting 0\n"),
             std::string::npos);
   ASSERT_TRUE(stop_gracefully(proc, name_));
+}
+
+TEST_F(CatalogLookupTest, ABlockedFirstLookupDoesNotHoldUpAcknowledgementsOfEarlierChanges) {
+  blocked_lookup_does_not_hold_up_earlier_changes(false);
+}
+
+TEST_F(CatalogLookupTest, ABlockedShapeRefreshDoesNotHoldUpAcknowledgementsOfEarlierChanges) {
+  blocked_lookup_does_not_hold_up_earlier_changes(true);
 }
 
 }  // namespace
