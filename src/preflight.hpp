@@ -110,7 +110,7 @@ std::optional<Refusal> check_slot_record(const std::optional<SlotRecord>& record
 /// - missing while the record says walrelay streamed it (and no `allow_reset`): exit 5;
 /// - missing with source.create_slot false: exit 1;
 /// - not a logical wal2json slot, or of another database: exit 1;
-/// - invalidated (wal_status lost, e.g. by max_slot_wal_keep_size; PostgreSQL docs §54.19
+/// - invalidated (wal_status lost, e.g. by max_slot_wal_keep_size; PostgreSQL docs, view
 ///   "pg_replication_slots"): exit 5.
 /// nullopt: `run` creates the slot or streams from it (an active slot is waited for, not refused).
 std::optional<Refusal> check_slot(const std::optional<replication::SlotInfo>& slot,
