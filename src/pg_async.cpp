@@ -183,6 +183,8 @@ void AsyncPgConnection::wait(bool for_write, std::function<void()> then) {
 
 void AsyncPgConnection::send_front() {
   const Pending& p = queue_.front();
+  rows_.clear();
+  error_.clear();
   int sent = 0;
   if (p.params.empty()) {
     sent = PQsendQuery(conn_, p.sql.c_str());
@@ -219,21 +221,23 @@ void AsyncPgConnection::read_result() {
     fail(error_of(conn_));
     return;
   }
-  if (PQisBusy(conn_) != 0) {
-    wait(false, [this] { read_result(); });
-    return;
-  }
-  Rows rows;
-  std::string error;
-  while (PGresult* res = PQgetResult(conn_)) {
+  // PQgetResult blocks while the next result has not arrived (libpq docs §34.4): take results
+  // only while PQisBusy says one is complete; a simple query of several statements has several.
+  while (true) {
+    if (PQisBusy(conn_) != 0) {
+      wait(false, [this] { read_result(); });
+      return;
+    }
+    PGresult* res = PQgetResult(conn_);
+    if (res == nullptr) break;  // the query is complete
     const auto st = PQresultStatus(res);
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
-      rows.clear();
+      rows_.clear();
       const int n = PQntuples(res);
       const int cols = PQnfields(res);
-      rows.reserve(static_cast<std::size_t>(n));
+      rows_.reserve(static_cast<std::size_t>(n));
       for (int i = 0; i < n; ++i) {
-        auto& row = rows.emplace_back();
+        auto& row = rows_.emplace_back();
         row.reserve(static_cast<std::size_t>(cols));
         for (int c = 0; c < cols; ++c) {
           row.push_back(PQgetisnull(res, i, c) != 0
@@ -241,12 +245,16 @@ void AsyncPgConnection::read_result() {
                             : std::optional<std::string>(PQgetvalue(res, i, c)));
         }
       }
-    } else if (error.empty()) {
-      error = trim(PQresultErrorMessage(res));
-      if (error.empty()) error = PQresStatus(st);
+    } else if (error_.empty()) {
+      error_ = trim(PQresultErrorMessage(res));
+      if (error_.empty()) error_ = PQresStatus(st);
     }
     PQclear(res);
   }
+  Rows rows = std::move(rows_);
+  std::string error = std::move(error_);
+  rows_.clear();
+  error_.clear();
   Pending done = std::move(queue_.front());
   queue_.pop_front();
   running_ = false;

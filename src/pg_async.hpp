@@ -86,6 +86,8 @@ class AsyncPgConnection {
   std::unique_ptr<boost::asio::posix::stream_descriptor> socket_;
   boost::asio::steady_timer connect_timer_;
   std::deque<Pending> queue_;
+  Rows rows_;          // the running query's last result so far
+  std::string error_;  // and its first error
   bool connecting_ = false;
   bool running_ = false;          // the queue's front has been sent
   std::uint64_t generation_ = 0;  // bumped when the connection closes: stale waits do nothing

@@ -78,6 +78,19 @@ TEST_F(PgAsyncTest, AQueryThatWaitsDoesNotHoldUpTheLoop) {
   EXPECT_NE(order[0].find("division by zero"), std::string::npos) << order[0];
   EXPECT_EQ(order[1], "second");
 
+  // A simple query of several statements: its results arrive apart (the sleep between them);
+  // the last one's rows are the answer, and the loop keeps ticking meanwhile.
+  std::optional<AsyncPgConnection::Result> several;
+  const int ticks_before = ticker.ticks;
+  conn.query("SELECT 'first'; SELECT pg_sleep(0.5); SELECT 'last'", {},
+             [&](AsyncPgConnection::Result r) { several = std::move(r); });
+  run_until(io, [&] { return several.has_value(); });
+  ASSERT_TRUE(several.has_value());
+  ASSERT_TRUE(*several) << several->error();
+  ASSERT_EQ((*several)->size(), 1u);
+  EXPECT_EQ((**several)[0][0], "last");
+  EXPECT_GT(ticker.ticks - ticks_before, 10);
+
   // The connection is lost: that query fails, the next one connects again.
   // (application_name is cut to 63 bytes; the second argument waits for the backend to exit)
   EXPECT_EQ(pg_->value("SELECT count(pg_terminate_backend(pid, 10000))::text FROM "
