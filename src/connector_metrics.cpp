@@ -173,7 +173,10 @@ std::string Connector::metrics_text() {
   metric(out, "walrelay_in_flight_bytes", "gauge", "their key + value bytes");
   sample(out, "walrelay_in_flight_bytes", tracker_.in_flight_bytes());
   metric(out, "walrelay_backpressure_paused", "gauge", "1 while reading the slot is paused");
-  sample(out, "walrelay_backpressure_paused", stream_ && stream_->paused() ? 1 : 0);
+  sample(out, "walrelay_backpressure_paused", stream_ && stream_->paused() && !parked_ ? 1 : 0);
+  metric(out, "walrelay_catalog_lookup_waiting", "gauge",
+         "1 while a change waits for its catalog lookup (reading the slot is paused)");
+  sample(out, "walrelay_catalog_lookup_waiting", parked_ ? 1 : 0);
   metric(out, "walrelay_reconnects_total", "counter", "replication sessions retried");
   sample(out, "walrelay_reconnects_total", reconnects_);
   metric(out, "walrelay_slot_retained_wal_bytes", "gauge",
