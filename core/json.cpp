@@ -92,6 +92,7 @@ void append_utf8(std::string& out, std::uint32_t cp) {
 bool unescape_string(std::string_view token, std::string& out) {
   if (token.size() < 2 || token.front() != '"' || token.back() != '"') return false;
   const std::string_view s = token.substr(1, token.size() - 2);
+  out.reserve(out.size() + s.size());  // the text never grows by unescaping
   std::size_t run = 0;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] != '\\') continue;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <charconv>
 
 #include "replication/replication_stream.hpp"
 #include "walrelay/core/json.hpp"
@@ -13,6 +14,12 @@ namespace walrelay::snapshot {
 namespace asio = boost::asio;
 
 namespace {
+
+void append_decimal(std::string& out, std::uint64_t v) {
+  char buf[20];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out.append(buf, end);
+}
 
 // Units: table index in the high bits, chunk number in the low 40.
 constexpr int kChunkBits = 40;
@@ -436,8 +443,13 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
   row_values(w.result.get(), row);
   // id: the snapshot's LSN, the table, the chunk and the row within it (the same when a chunk is
   // read again after a restart).
-  id_ = progress_.lsn.to_string() + ":r:" + p.schema + "." + p.table + ":" +
-        std::to_string(chunk.number) + ":" + std::to_string(row);
+  // Built in place: the prefix up to the chunk number is the same for every row of the table.
+  if (t.id_prefix.empty())
+    t.id_prefix = progress_.lsn.to_string() + ":r:" + p.schema + "." + p.table + ":";
+  id_.assign(t.id_prefix);
+  append_decimal(id_, chunk.number);
+  id_.push_back(':');
+  append_decimal(id_, static_cast<std::uint64_t>(row));
   std::string mapping_error;
   std::optional<std::span<const Record>> routed;
   if (auto built = build_row_change(t.plan, values_, settings_.numerics, settings_.check_utf8,

@@ -118,6 +118,7 @@ class Snapshotter {
     bool read_complete = false;
     int shape_refreshes = 0;  // re-reads of the shape after a column change
     std::chrono::steady_clock::time_point started;
+    std::string id_prefix;  // "<snapshot LSN>:r:<schema>.<table>:" of its records' `id`
   };
   struct Worker {
     std::unique_ptr<SnapshotConnection> conn;
