@@ -133,9 +133,13 @@ ExitCode Connector::run() {
 }
 
 void Connector::create_producer() {
+  txn_.reset();  // bound to the producer it was made for
   producer_ = std::make_unique<sink::KafkaProducer>(
-      io_.get_executor(), cfg_.kafka, "walrelay-" + cfg_.name,
-      [this](const sink::DeliveryReport& r) { publisher_.on_delivery(r); },
+      io_.get_executor(),
+      exactly_once()
+          ? sink::transactional_properties(cfg_.kafka, sink::transactional_id_for(cfg_.name))
+          : cfg_.kafka,
+      "walrelay-" + cfg_.name, [this](const sink::DeliveryReport& r) { publisher_.on_delivery(r); },
       [this](const std::string& reason) { on_producer_fatal(reason); });
   publisher_.attach(producer_.get());
   publisher_.listen(sink::RecordSource::kStream,
@@ -145,6 +149,16 @@ void Connector::create_producer() {
     snapshotter_->on_delivery(r);
     if (snapshotter_) snapshotter_->maybe_continue();
   });
+  if (exactly_once()) {
+    publisher_.before_publish([this] { return eos_open(); });
+    publisher_.hold_reports(sink::RecordSource::kSnapshot, true);
+    publisher_.listen(sink::RecordSource::kPosition, [this](const sink::DeliveryReport& r) {
+      if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR && !stopping_) {
+        eos_delivery_failed(std::string("the position record failed: ") + rd_kafka_err2str(r.err),
+                            r.err);
+      }
+    });
+  }
   producer_->start();
   stale_in_flight_ = 0;  // a new producer: nothing of the old one will report
 }
@@ -167,6 +181,7 @@ void Connector::start_session() {
       io_.get_executor(), cfg_.source.conninfo, "walrelay-" + cfg_.name);
   reason_.clear();
   Outcome outcome = prepare();
+  if (outcome == Outcome::kStreaming && !eos_prepare()) outcome = Outcome::kRetry;
   if (outcome != Outcome::kStreaming) {
     stream_->close();
     after_session(outcome, reason_);
@@ -523,6 +538,8 @@ void Connector::end_session() {
   progress_timer_.cancel();
   catalog_check_timer_.cancel();
   confirm_timer_.cancel();
+  commit_timer_.cancel();
+  unit_open_ = false;
   if (stream_) stream_->close();
   // Events of this session still in flight report under the old epoch and are ignored: the next
   // session replays everything after the slot's confirmed position (at least once). Per
@@ -578,6 +595,11 @@ void Connector::on_producer_fatal(const std::string& reason) {
   // Called from inside the producer's poll: act after it returns.
   asio::post(io_, [this, reason] {
     if (stopping_ || producer_broken_) return;
+    if (exactly_once() && (reason.starts_with("_FENCED") || reason.starts_with("PRODUCER_FENCED") ||
+                           reason.starts_with("INVALID_PRODUCER_EPOCH"))) {
+      eos_fenced(reason);
+      return;
+    }
     if (reason.starts_with("_AUTHENTICATION")) {
       spdlog::error(
           "Kafka refused walrelay's credentials: {}. Retrying cannot fix this: check the sasl.* "
@@ -587,6 +609,8 @@ void Connector::on_producer_fatal(const std::string& reason) {
       return;
     }
     producer_broken_ = true;
+    commit_timer_.cancel();
+    publisher_.drop_held();
     if (snapshotter_) {
       // The snapshot resumes from its last acknowledged chunk in the next session.
       snapshotter_.reset();
@@ -634,6 +658,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
         return;
       }
       tracker_.begin(c.next_lsn);
+      eos_on_begin(c.next_lsn);
       in_txn_ = true;
       const auto commit_time =
           router::parse_commit_timestamp(c.timestamp).value_or(std::chrono::microseconds{0});
@@ -666,12 +691,18 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
     incremental_->on_truncated(router_->topic_of(c.schema, c.table));
   }
   const bool standalone = !in_txn_;
-  if (standalone) tracker_.begin(c.lsn);
+  if (standalone) {
+    tracker_.begin(c.lsn);
+    eos_on_begin(c.lsn);
+  }
   auto routed = router_->route(c);
   if (!routed) {
     std::string reason = routed.error().reason;
     reason += " (xid " + std::to_string(c.xid) + ", LSN " + c.lsn.to_string() + ")";
-    if (handle_unmappable(reason, line, &c) && standalone) tracker_.commit();
+    if (handle_unmappable(reason, line, &c) && standalone) {
+      tracker_.commit();
+      eos_on_unit_end();
+    }
     return;
   }
   if (incremental_ && incremental_->collecting()) incremental_->on_streamed(*routed, c.xid);
@@ -692,7 +723,10 @@ bool Connector::handle_unmappable(const std::string& reason, std::string_view or
   }
   const bool standalone = !tracker_.open_txn().has_value();
   const Lsn lsn = change != nullptr ? change->lsn : received_lsn_;
-  if (standalone) tracker_.begin(lsn);
+  if (standalone) {
+    tracker_.begin(lsn);
+    eos_on_begin(lsn);
+  }
   std::string source(source_hint);
   if (change != nullptr && !change->table.empty()) {
     source = std::string(change->schema) + "." + std::string(change->table);
@@ -705,7 +739,10 @@ bool Connector::handle_unmappable(const std::string& reason, std::string_view or
                                       original, lsn, event_id);
   if (!ok) return false;
   ++dead_lettered_mapping_;
-  if (standalone && change == nullptr) tracker_.commit();
+  if (standalone && change == nullptr) {
+    tracker_.commit();
+    eos_on_unit_end();
+  }
   return true;
 }
 
@@ -746,6 +783,13 @@ bool Connector::publish_pending() {
   while (pending_next_ < pending_.size()) {
     const Record& rec = pending_[pending_next_];
     const auto seq = *tracker_.open_txn();
+    if (exactly_once()) {
+      if (eos_skip_record()) {  // Kafka has it already (the stored position)
+        ++pending_next_;
+        continue;
+      }
+      if (!eos_split_if_full()) return false;
+    }
     const rd_kafka_resp_err_t err =
         publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, false));
     if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
@@ -756,6 +800,8 @@ bool Connector::publish_pending() {
       return false;
     }
     if (err == RD_KAFKA_RESP_ERR__FATAL) return false;  // on_producer_fatal restarts the session
+    // exactly_once: no Kafka transaction could be opened; eos_restart/eos_fenced act on it.
+    if (err == RD_KAFKA_RESP_ERR__STATE && exactly_once()) return false;
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       const std::string key = rec.key ? std::string(*rec.key) : std::string("null");
       std::string event_id;
@@ -782,6 +828,7 @@ bool Connector::publish_pending() {
       return false;
     }
     tracker_.add_event(sink::record_bytes(rec));
+    if (exactly_once()) eos_published();
     ++events_total_;
     ++pending_next_;
   }
@@ -792,13 +839,15 @@ bool Connector::publish_pending() {
       break;
     case AfterPublish::kStandalone:
       tracker_.commit();
+      eos_on_unit_end();
       break;
     case AfterPublish::kCommit:
       tracker_.commit();
       in_txn_ = false;
+      eos_on_unit_end();
       break;
   }
-  return true;
+  return !stopping_ && !eos_restarting_;
 }
 
 void Connector::apply_backpressure() {
@@ -870,6 +919,13 @@ void Connector::on_delivery(const sink::DeliveryReport& r) {
                              key + ", transaction ending at LSN " +
                              (lsn ? lsn->to_string() : std::string("?")) + ": " +
                              rd_kafka_err2str(r.err);
+  if (exactly_once()) {
+    // The Kafka transaction cannot commit with a failed record: it is aborted and replayed (a
+    // dead-letter record could not be committed with it either).
+    tracker_.on_failure(seq, r.bytes);
+    eos_delivery_failed(reason, r.err);
+    return;
+  }
   if (!dead_letter && cfg_.errors.policy == "dead_letter") {
     // The dead-letter record takes the failed event's place in its transaction.
     if (publish_dead_letter(seq, "delivery", reason, r.topic,
@@ -894,13 +950,13 @@ void Connector::on_keepalive(const replication::Keepalive& k) {
   // Nothing open or in flight: the server's WAL end is safe to confirm, so an idle database (or
   // one whose writes are all filtered out) does not pile up WAL behind the slot
   // (shared/cases/BUG-18.md).
-  if (!in_txn_ && pending_.empty()) tracker_.advance_idle(k.wal_end);
+  if (!in_txn_ && pending_.empty() && !eos_restarting_) tracker_.advance_idle(k.wal_end);
   if (k.reply_requested) send_status(false);
 }
 
 void Connector::send_status(bool reply_requested) {
   if (!streaming_) return;
-  const Lsn flush = tracker_.flush_lsn();
+  const Lsn flush = confirmable_lsn();
   const Lsn write = std::max(received_lsn_, flush);
   stream_->send_status(write, flush, flush, reply_requested);
   last_sent_flush_ = flush;
@@ -938,7 +994,7 @@ void Connector::schedule_confirm() {
   confirm_timer_.expires_after(cfg_.source.confirm_interval);
   confirm_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopping_ || !streaming_) return;
-    if (tracker_.flush_lsn() > last_sent_flush_) send_status(false);
+    if (confirmable_lsn() > last_sent_flush_) send_status(false);
     schedule_confirm();
   });
 }
@@ -995,7 +1051,19 @@ void Connector::finish(ExitCode code) {
   if (heartbeat_) heartbeat_->stop();
   if (snapshotter_) snapshotter_->stop_reading();  // what is acknowledged still counts
   // Defer the blocking part: finish may be called from inside a delivery report.
-  asio::post(io_, [this] {
+  commit_timer_.cancel();
+  asio::post(io_, [this, code] {
+    if (producer_ && txn_ && txn_->open()) {
+      // exactly_once: commit what is published (the position says how far, inside a PostgreSQL
+      // transaction if need be), unless the transaction is failing or this instance is fenced.
+      if (code == ExitCode::kOk && !eos_restarting_) {
+        stopping_ = false;  // eos_commit acts only while running
+        eos_commit();
+        stopping_ = true;
+      }
+      if (txn_ && txn_->open()) (void)txn_->abort(std::chrono::milliseconds(5000));
+      publisher_.drop_held();
+    }
     if (producer_) {
       const auto deadline = std::chrono::steady_clock::now() + cfg_.kafka.flush_timeout;
       producer_->poll();
@@ -1016,7 +1084,7 @@ void Connector::finish(ExitCode code) {
       producer_->stop();
     }
     if (streaming_) {
-      const Lsn flush = tracker_.flush_lsn();
+      const Lsn flush = confirmable_lsn();
       if (stream_->send_status_blocking(std::max(received_lsn_, flush), flush, flush)) {
         spdlog::info("confirmed flush_lsn {} to the server", flush.to_string());
         if (incremental_) incremental_->on_flushed(flush);
