@@ -260,7 +260,11 @@ std::expected<std::optional<StreamPosition>, std::string> read_position(
        std::map<std::string, std::string>{{"isolation.level", "read_committed"},
                                           {"enable.partition.eof", "true"},
                                           {"enable.auto.commit", "false"},
-                                          {"allow.auto.create.topics", "false"}}) {
+                                          {"allow.auto.create.topics", "false"},
+                                          // rd_kafka_consumer_poll needs a group id (else
+                                          // ERR__UNKNOWN_GROUP); assign only: the group is
+                                          // never joined and nothing is committed.
+                                          {"group.id", "walrelay-positions-" + key}}) {
     rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr);
   }
   RkPtr rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr));
@@ -347,6 +351,12 @@ std::expected<std::optional<StreamPosition>, std::string> read_position(
         }
       }
       if (m->offset + 1 >= end[m->partition]) pending.erase(m->partition);
+    } else if (m->err == RD_KAFKA_RESP_ERR__UNKNOWN_GROUP || m->err == RD_KAFKA_RESP_ERR__FATAL) {
+      const std::string why = rd_kafka_message_errstr(m);
+      rd_kafka_message_destroy(m);
+      rd_kafka_assign(rk.get(), nullptr);
+      rd_kafka_consumer_close(rk.get());
+      return std::unexpected("reading " + topic + ": " + why);
     } else {
       spdlog::debug("reading {}: {}", topic, rd_kafka_message_errstr(m));
     }

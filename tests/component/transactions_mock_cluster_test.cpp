@@ -2,7 +2,7 @@
 // librdkafka's mock cluster, which implements the transaction coordinator: the transactional calls
 // and how their failures are classified (librdkafka INTRODUCTION.md "Transactional Producer":
 // retriable / abort / fatal), an injected abortable error, fencing by a second producer with the
-// same transactional.id (KIP-98), and the position record's format.
+// same transactional.id (KIP-98), and the position record read back at start-up.
 //
 // The mock cluster does not filter aborted records for read_committed consumers; what a
 // read_committed consumer sees after aborts and kills is checked on real Kafka
@@ -125,8 +125,8 @@ TEST(TransactionalProperties, SetsTheIdAndATransactionBoundMessageTimeout) {
   EXPECT_EQ(out.properties.at("message.timeout.ms"), "30000");
 }
 
-// Records and the position record in one transaction, twice; no position before the first.
-TEST_F(TransactionsMockTest, CommitsRecordsWithThePositionRecord) {
+// Records and the position record in one transaction, twice; the last one is read back.
+TEST_F(TransactionsMockTest, CommittedPositionIsReadBack) {
   KafkaProducer& p = make_producer("app");
   KafkaTransactions txn(p);
   ASSERT_TRUE(txn.init(30s).ok());
@@ -146,8 +146,13 @@ TEST_F(TransactionsMockTest, CommitsRecordsWithThePositionRecord) {
   }
   EXPECT_TRUE(failed_reports_.empty());
   EXPECT_TRUE(fatal_.empty());
-  // Reading it back needs a broker that advances the last stable offset at a commit, which
-  // librdkafka 2.0.2's mock cluster does not: that part runs on real Kafka (exactly_once_test).
+  const auto read = read_position(kafka_config(), "app.walrelay.positions", "app", 30s);
+  ASSERT_TRUE(read.has_value()) << read.error();
+  ASSERT_TRUE(read->has_value());
+  EXPECT_EQ((*read)->lsn, Lsn(0x2000));
+  EXPECT_EQ((*read)->index, -1);
+  // Another connector's key is not this one's position.
+  EXPECT_FALSE(read_position(kafka_config(), "app.walrelay.positions", "other", 30s)->has_value());
 }
 
 // An injected produce error that makes the transaction abortable: commit says kAbort, abort
