@@ -259,6 +259,9 @@ std::expected<std::optional<StreamPosition>, std::string> read_position(
   for (const auto& [k, v] :
        std::map<std::string, std::string>{{"isolation.level", "read_committed"},
                                           {"enable.partition.eof", "true"},
+                                          // the end is reached with an empty fetch: do not let
+                                          // the broker hold it for the default 500 ms
+                                          {"fetch.wait.max.ms", "10"},
                                           {"enable.auto.commit", "false"},
                                           {"allow.auto.create.topics", "false"},
                                           // rd_kafka_consumer_poll needs a group id (else
