@@ -540,6 +540,7 @@ void Connector::end_session() {
   confirm_timer_.cancel();
   commit_timer_.cancel();
   unit_open_ = false;
+  eos_abort_open();  // exactly_once: the next session replays what the open transaction held
   if (stream_) stream_->close();
   // Events of this session still in flight report under the old epoch and are ignored: the next
   // session replays everything after the slot's confirmed position (at least once). Per

@@ -261,6 +261,9 @@ class Connector {
   /// has); `new_producer` after a fatal producer error.
   void eos_restart(const std::string& reason, bool new_producer);
   void eos_fenced(const std::string& reason);
+  /// Aborts the open Kafka transaction, if any (a session ends: its records are replayed, and an
+  /// open transaction would hold the positions topic's last stable offset back). Fenced → stop.
+  void eos_abort_open();
   /// A delivery report with an error in exactly_once mode: the transaction cannot commit.
   void eos_delivery_failed(const std::string& reason, rd_kafka_resp_err_t err);
   /// What may be confirmed to the slot: in exactly_once mode only what a Kafka commit covered.

@@ -59,6 +59,8 @@ bool Connector::eos_prepare() {
   positions_topic_ = sink::positions_topic(cfg_.topics.prefix);
   const std::string tid = sink::transactional_id_for(cfg_.name);
   if (!txn_) txn_ = std::make_unique<sink::KafkaTransactions>(*producer_);
+  eos_abort_open();  // never carry a transaction over from an earlier session
+  if (stopping_) return false;
   if (!txn_->initialized()) {
     const sink::TxnResult r = txn_->init(kInitTimeout);
     if (!r.ok()) {
@@ -304,6 +306,21 @@ void Connector::eos_fenced(const std::string& reason) {
       sink::transactional_id_for(cfg_.name), reason);
   // finish() confirms at most what a Kafka commit covered (confirmable_lsn) and commits nothing.
   finish(ExitCode::kFenced);
+}
+
+void Connector::eos_abort_open() {
+  if (!exactly_once() || !txn_ || !txn_->open() || producer_broken_) return;
+  const sink::TxnResult a = txn_->abort(kCommitTimeout);
+  publisher_.drop_held();
+  if (a.ok()) {
+    ++eos_aborts_;
+    spdlog::info("aborted the open Kafka transaction; the next session publishes it again");
+  } else if (a.action == sink::TxnAction::kFenced) {
+    eos_fenced("abort_transaction failed: " + a.message);
+  } else {
+    spdlog::warn("abort_transaction failed: {}; a new producer takes over", a.message);
+    producer_broken_ = true;
+  }
 }
 
 void Connector::eos_delivery_failed(const std::string& reason, rd_kafka_resp_err_t err) {
