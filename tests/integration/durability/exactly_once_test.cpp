@@ -275,5 +275,21 @@ TEST_F(ExactlyOnceTest, TransactionLargerThanTheSplitBoundResumesInsideIt) {
   EXPECT_GE(count_of(proc.stderr_text(), "its first"), 1u);
 }
 
+// Snapshot rows go through the same Kafka transactions (their chunks count as acknowledged only
+// once committed); the stream follows them, and a read_committed consumer sees each row once.
+TEST_F(ExactlyOnceTest, SnapshotRowsAreCommittedInKafkaTransactions) {
+  pg_->exec("INSERT INTO " + table("t") + " SELECT g, 1 FROM generate_series(1, 5000) g");
+  WalrelayConfig cfg = make_config({{table("t")}});
+  cfg.snapshot_mode = "initial";
+  cfg.snapshot_lines = "  chunk_size: 700\n";
+  cfg.extra_yaml = "delivery: exactly_once\n";
+  WalrelayProcess proc(cfg.to_yaml(), "walrelay (exactly once, snapshot)");
+  start_streaming(proc, name_);
+  pg_->exec("INSERT INTO " + table("t") + " SELECT g, 2 FROM generate_series(5001, 5100) g");
+  EXPECT_TRUE(caught_up(proc)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  expect_exactly_once("snapshot then stream");
+}
+
 }  // namespace
 }  // namespace walrelay::itest
