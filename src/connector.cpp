@@ -1008,14 +1008,14 @@ void Connector::schedule_progress() {
     const double secs = std::chrono::duration<double>(now - last_progress_).count();
     const double rate =
         secs > 0 ? static_cast<double>(events_total_ - events_at_last_progress_) / secs : 0;
-    const Lsn flush = tracker_.flush_lsn();
+    const Lsn flush = confirmable_lsn();
     const std::uint64_t lag = server_wal_end_ > flush ? server_wal_end_.value() - flush.value() : 0;
     poll_retained_wal();
     spdlog::info(
         "progress: {:.0f} events/s, {} events total, flush_lsn {}, lag {} bytes, retained WAL {} "
         "bytes (restart_lsn {}), in flight {} "
         "events / {} bytes, dead-lettered {} mapping / {} oversize / {} delivery, {} "
-        "reconnects{}{}{}",
+        "reconnects{}{}{}{}",
         rate, events_total_, flush.to_string(), lag, retained_wal_bytes_, restart_lsn_text_,
         tracker_.in_flight_events(), tracker_.in_flight_bytes(), dead_lettered_mapping_,
         dead_lettered_oversize_, dead_lettered_delivery_, reconnects_,
@@ -1025,7 +1025,11 @@ void Connector::schedule_progress() {
              : std::string()) +
             (catalog_alarms_ > 0 ? fmt::format(", {} catalog alarms", catalog_alarms_)
                                  : std::string()),
-        incremental_ && incremental_->busy() ? "; " + incremental_->status() : std::string());
+        incremental_ && incremental_->busy() ? "; " + incremental_->status() : std::string(),
+        exactly_once() ? fmt::format("; Kafka transactions {} committed / {} aborted, {} records "
+                                     "skipped (already in Kafka)",
+                                     eos_commits_, eos_aborts_, eos_skipped_)
+                       : std::string());
     events_at_last_progress_ = events_total_;
     last_progress_ = now;
     schedule_progress();
