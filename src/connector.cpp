@@ -752,6 +752,10 @@ bool Connector::publish_dead_letter(std::uint64_t seq, std::string_view kind,
                                     std::optional<std::string_view> key,
                                     std::optional<std::string_view> body, Lsn lsn,
                                     std::string_view event_id) {
+  if (exactly_once() && eos_unit_in_kafka()) {
+    // Replayed after a restart: this unit's dead-letter record is in Kafka already.
+    return true;
+  }
   dlq_header_values_.assign(
       {std::string(kind), reason, std::string(source), lsn.to_string(), std::string(event_id)});
   std::vector<Header> headers = {{"walrelay.error.kind", dlq_header_values_[0]},
@@ -862,7 +866,9 @@ void Connector::apply_backpressure() {
 }
 
 void Connector::maybe_resume() {
-  if (!streaming_ || stopping_ || !stream_->paused()) return;
+  // exactly_once: delivery reports served inside commit_transaction must not publish (eos_commit
+  // resumes once the commit returned).
+  if (!streaming_ || stopping_ || !stream_->paused() || eos_committing_) return;
   if (!pending_.empty() && !publish_pending()) return;
   if (tracker_.in_flight_events() + stale_in_flight_ < cfg_.kafka.max_in_flight_events &&
       tracker_.in_flight_bytes() < cfg_.kafka.max_in_flight_bytes) {

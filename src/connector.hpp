@@ -245,6 +245,8 @@ class Connector {
   /// True when the unit's next record is already in Kafka (at or before the stored position):
   /// it is skipped, not published.
   bool eos_skip_record();
+  /// True while the whole current unit is at or before the stored position (a replay).
+  [[nodiscard]] bool eos_unit_in_kafka() const;
   /// One record of the current unit was handed to the producer.
   void eos_published();
   /// Before publishing a record: commits first when the open Kafka transaction holds
@@ -270,6 +272,9 @@ class Connector {
   [[nodiscard]] Lsn confirmable_lsn() const;
   std::unique_ptr<sink::KafkaTransactions> txn_;
   std::optional<sink::StreamPosition> kafka_position_;  // read at the session's start
+  /// The same, kept: a position record never goes back behind it.
+  std::optional<sink::StreamPosition> resume_position_;
+  bool eos_committing_ = false;
   sink::StreamPosition batch_position_;  // what the open Kafka transaction's position says
   bool batch_has_position_ = false;
   std::size_t batch_events_ = 0;

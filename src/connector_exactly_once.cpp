@@ -51,6 +51,7 @@ bool Connector::eos_prepare() {
   if (!exactly_once()) return true;
   committed_lsn_ = start_lsn_;
   kafka_position_.reset();
+  resume_position_.reset();
   batch_has_position_ = false;
   batch_events_ = 0;
   commit_due_ = false;
@@ -104,6 +105,7 @@ bool Connector::eos_prepare() {
     return true;
   }
   kafka_position_ = p;
+  resume_position_ = p;
   spdlog::info(
       "delivery exactly_once: Kafka has everything up to the transaction ending at {}{} "
       "(timeline {}); the slot resumes from {} and what Kafka has is skipped",
@@ -148,6 +150,12 @@ bool Connector::eos_skip_record() {
   ++unit_index_;
   ++eos_skipped_;
   return true;
+}
+
+bool Connector::eos_unit_in_kafka() const {
+  if (!kafka_position_) return false;
+  return unit_lsn_ < kafka_position_->lsn ||
+         (unit_lsn_ == kafka_position_->lsn && kafka_position_->index < 0);
 }
 
 void Connector::eos_published() {
@@ -202,6 +210,15 @@ void Connector::eos_commit() {
     position = {system_.system_id, system_.timeline, unit_lsn_, unit_index_};
     has_position = true;
   }
+  // Never behind the position this session started from (a transaction holding only records of
+  // a replayed unit, e.g. snapshot rows, must not move the stored position back).
+  if (resume_position_ && has_position &&
+      (position.lsn < resume_position_->lsn ||
+       (position.lsn == resume_position_->lsn &&
+        (resume_position_->index < 0 ||
+         (position.index >= 0 && position.index < resume_position_->index))))) {
+    position = *resume_position_;
+  }
   std::string value;
   if (has_position) {
     value = sink::encode_position(position);
@@ -216,12 +233,14 @@ void Connector::eos_commit() {
     }
   }
   sink::TxnResult r;
+  eos_committing_ = true;
   for (int attempt = 1; attempt <= kCommitAttempts; ++attempt) {
     r = txn_->commit(kCommitTimeout);
     if (r.action != sink::TxnAction::kRetry) break;
     spdlog::warn("commit_transaction (attempt {} of {}): {}; retrying", attempt, kCommitAttempts,
                  r.message);
   }
+  eos_committing_ = false;
   if (r.action == sink::TxnAction::kRetry) r.action = sink::TxnAction::kAbort;
   if (!r.ok()) {
     eos_failed(r, "commit_transaction");
@@ -237,6 +256,9 @@ void Connector::eos_commit() {
   if (snapshotter_) snapshotter_->maybe_continue();
   // Confirm after the commit (source.confirm_interval rate-limits the rest).
   if (streaming_ && !stopping_ && confirmable_lsn() > last_sent_flush_) send_status(false);
+  // The delivery reports served during the commit may have made room: resume a paused stream,
+  // from the event loop (this may run inside publish_pending).
+  if (streaming_ && stream_ && stream_->paused()) asio::post(io_, [this] { maybe_resume(); });
 }
 
 void Connector::eos_failed(const sink::TxnResult& r, const std::string& what) {
