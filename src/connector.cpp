@@ -232,7 +232,7 @@ void Connector::start_streaming() {
   streaming_ = true;
   // The backoff starts over only once a session delivers something (note_session_failure): a
   // server that fails every session right after it starts must not be hammered.
-  if (tracker_.flush_lsn() > best_flush_) best_flush_ = tracker_.flush_lsn();
+  if (confirmable_lsn() > best_flush_) best_flush_ = confirmable_lsn();
   standby_logged_ = false;
   standby_ = false;
   spdlog::info(
@@ -557,8 +557,8 @@ bool Connector::note_session_failure(Lsn position, const std::string& reason) {
   // Progress = acknowledged beyond anything an earlier session reached: a session that only
   // replays what its predecessor delivered (not yet confirmed to the server when it failed) is
   // no progress.
-  if (streaming_ && tracker_.flush_lsn() > best_flush_) {
-    best_flush_ = tracker_.flush_lsn();
+  if (streaming_ && confirmable_lsn() > best_flush_) {
+    best_flush_ = confirmable_lsn();
     backoff_ = std::chrono::milliseconds(0);
     repeated_.progressed();
   }

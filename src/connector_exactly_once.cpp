@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
+#include <cstdlib>
 
 #include "connector.hpp"
 
@@ -232,6 +233,21 @@ void Connector::eos_commit() {
       return;
     }
   }
+  // Test hook (tests/integration/durability/exactly_once_test.cpp): WALRELAY_TEST_ABORT_EVERY=N
+  // turns every N-th commit into an abortable failure, to exercise abort and replay on a real
+  // broker. Unset in production.
+  static const long abort_every = [] {
+    const char* v = std::getenv("WALRELAY_TEST_ABORT_EVERY");
+    return v != nullptr ? std::strtol(v, nullptr, 10) : 0L;
+  }();
+  if (abort_every > 0 &&
+      (eos_commits_ + eos_aborts_ + 1) % static_cast<std::uint64_t>(abort_every) == 0) {
+    sink::TxnResult injected;
+    injected.action = sink::TxnAction::kAbort;
+    injected.message = "injected abort (WALRELAY_TEST_ABORT_EVERY)";
+    eos_failed(injected, "commit_transaction");
+    return;
+  }
   sink::TxnResult r;
   eos_committing_ = true;
   for (int attempt = 1; attempt <= kCommitAttempts; ++attempt) {
@@ -308,6 +324,12 @@ void Connector::eos_restart(const std::string& reason, bool new_producer) {
     if (snapshotter_) {
       snapshotter_.reset();  // resumes from its last acknowledged (committed) chunk
       if (stream_) stream_->close();
+    }
+    // A session that committed beyond any before it starts the backoff over (as a server error
+    // does, note_session_failure): an abort now and then must not grow the delay for good.
+    if (streaming_ && confirmable_lsn() > best_flush_) {
+      best_flush_ = confirmable_lsn();
+      backoff_ = std::chrono::milliseconds(0);
     }
     if (streaming_) {
       end_session();

@@ -275,6 +275,26 @@ TEST_F(ExactlyOnceTest, TransactionLargerThanTheSplitBoundResumesInsideIt) {
   EXPECT_GE(count_of(proc.stderr_text(), "its first"), 1u);
 }
 
+// Aborted Kafka transactions (injected: every 4th commit fails as abortable, the test hook
+// WALRELAY_TEST_ABORT_EVERY): each is aborted and its records published again from the last
+// committed position; a read_committed consumer sees none of the aborted copies.
+TEST_F(ExactlyOnceTest, AbortedKafkaTransactionsAreReplayedExactlyOnce) {
+  WalrelayProcess proc(config(), "walrelay (exactly once, injected aborts)");
+  ::setenv("WALRELAY_TEST_ABORT_EVERY", "4", 1);
+  start_streaming(proc, name_);
+  ::unsetenv("WALRELAY_TEST_ABORT_EVERY");
+  Writer writer(env_.pg_conninfo, table("t"));
+  writer.start();
+  ASSERT_TRUE(writer.wait_more(1500, 120s));
+  writer.stop();
+  EXPECT_TRUE(caught_up(proc)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  const std::size_t aborts = count_of(proc.stderr_text(), "injected abort");
+  std::cout << "[eos] injected aborts: " << aborts << std::endl;
+  EXPECT_GE(aborts, 3u) << proc.logs();
+  expect_exactly_once("injected aborts");
+}
+
 // Snapshot rows go through the same Kafka transactions (their chunks count as acknowledged only
 // once committed); the stream follows them, and a read_committed consumer sees each row once.
 TEST_F(ExactlyOnceTest, SnapshotRowsAreCommittedInKafkaTransactions) {
