@@ -119,6 +119,9 @@ bool Connector::eos_prepare() {
 bool Connector::eos_open() {
   if (eos_restarting_ || !txn_ || stopping_) return false;
   if (txn_->open()) return true;
+  // With no transaction open everything acknowledged is committed: keep it, so that what may be
+  // confirmed never goes back while the new transaction is open.
+  committed_lsn_ = std::max(committed_lsn_, tracker_.flush_lsn());
   const sink::TxnResult r = txn_->begin();
   if (!r.ok()) {
     eos_failed(r, "begin_transaction");
