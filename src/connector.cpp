@@ -149,16 +149,7 @@ void Connector::create_producer() {
     snapshotter_->on_delivery(r);
     if (snapshotter_) snapshotter_->maybe_continue();
   });
-  if (exactly_once()) {
-    publisher_.before_publish([this] { return eos_open(); });
-    publisher_.hold_reports(sink::RecordSource::kSnapshot, true);
-    publisher_.listen(sink::RecordSource::kPosition, [this](const sink::DeliveryReport& r) {
-      if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR && !stopping_) {
-        eos_delivery_failed(std::string("the position record failed: ") + rd_kafka_err2str(r.err),
-                            r.err);
-      }
-    });
-  }
+  eos_attach_publisher();
   producer_->start();
   stale_in_flight_ = 0;  // a new producer: nothing of the old one will report
 }
@@ -596,11 +587,7 @@ void Connector::on_producer_fatal(const std::string& reason) {
   // Called from inside the producer's poll: act after it returns.
   asio::post(io_, [this, reason] {
     if (stopping_ || producer_broken_) return;
-    if (exactly_once() && (reason.starts_with("_FENCED") || reason.starts_with("PRODUCER_FENCED") ||
-                           reason.starts_with("INVALID_PRODUCER_EPOCH"))) {
-      eos_fenced(reason);
-      return;
-    }
+    if (eos_fenced_by(reason)) return;
     if (reason.starts_with("_AUTHENTICATION")) {
       spdlog::error(
           "Kafka refused walrelay's credentials: {}. Retrying cannot fix this: check the sasl.* "
@@ -713,75 +700,6 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   pending_lsn_ = c.lsn;
   if (!publish_pending()) return;
   apply_backpressure();
-}
-
-bool Connector::handle_unmappable(const std::string& reason, std::string_view original,
-                                  const decoder::Change* change, std::string_view source_hint) {
-  if (cfg_.errors.policy != "dead_letter") {
-    spdlog::error("{}; stopping without confirming past it (errors.policy=fail)", reason);
-    finish(ExitCode::kMappingFailed);
-    return false;
-  }
-  const bool standalone = !tracker_.open_txn().has_value();
-  const Lsn lsn = change != nullptr ? change->lsn : received_lsn_;
-  if (standalone) {
-    tracker_.begin(lsn);
-    eos_on_begin(lsn);
-  }
-  std::string source(source_hint);
-  if (change != nullptr && !change->table.empty()) {
-    source = std::string(change->schema) + "." + std::string(change->table);
-  } else if (change != nullptr && change->action == decoder::Action::kMessage) {
-    source = "message:" + std::string(change->prefix);
-  }
-  const std::string event_id =
-      change != nullptr ? router_->outbox_event_id(*change).value_or("") : std::string();
-  const bool ok = publish_dead_letter(*tracker_.open_txn(), "mapping", reason, source, std::nullopt,
-                                      original, lsn, event_id);
-  if (!ok) return false;
-  ++dead_lettered_mapping_;
-  if (standalone && change == nullptr) {
-    tracker_.commit();
-    eos_on_unit_end();
-  }
-  return true;
-}
-
-bool Connector::publish_dead_letter(std::uint64_t seq, std::string_view kind,
-                                    const std::string& reason, std::string_view source,
-                                    std::optional<std::string_view> key,
-                                    std::optional<std::string_view> body, Lsn lsn,
-                                    std::string_view event_id) {
-  if (exactly_once() && eos_unit_in_kafka()) {
-    // Replayed after a restart: this unit's dead-letter record is in Kafka already.
-    return true;
-  }
-  dlq_header_values_.assign(
-      {std::string(kind), reason, std::string(source), lsn.to_string(), std::string(event_id)});
-  std::vector<Header> headers = {{"walrelay.error.kind", dlq_header_values_[0]},
-                                 {"walrelay.error.reason", dlq_header_values_[1]},
-                                 {"walrelay.source", dlq_header_values_[2]},
-                                 {"walrelay.lsn", dlq_header_values_[3]}};
-  if (!event_id.empty()) headers.push_back({"id", dlq_header_values_[4]});
-  Record rec{cfg_.errors.dead_letter_topic, key, body, headers, 0};
-  rd_kafka_resp_err_t err = publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, true));
-  if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE && rec.value) {
-    // The original itself is too large: a record with the headers and no body.
-    rec.value = std::nullopt;
-    err = publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, true));
-  }
-  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    spdlog::error(
-        "{} (LSN {}); publishing it to the dead-letter topic {} failed too: {}; stopping "
-        "without confirming past it",
-        reason, lsn.to_string(), cfg_.errors.dead_letter_topic, rd_kafka_err2str(err));
-    finish(kind == "mapping" ? ExitCode::kMappingFailed : ExitCode::kDeliveryFailed);
-    return false;
-  }
-  tracker_.add_event_to(seq, sink::record_bytes(rec));
-  spdlog::warn("dead-lettered ({}) to {}: {} (LSN {})", kind, cfg_.errors.dead_letter_topic, reason,
-               lsn.to_string());
-  return true;
 }
 
 bool Connector::publish_pending() {
@@ -1032,10 +950,7 @@ void Connector::schedule_progress() {
             (catalog_alarms_ > 0 ? fmt::format(", {} catalog alarms", catalog_alarms_)
                                  : std::string()),
         incremental_ && incremental_->busy() ? "; " + incremental_->status() : std::string(),
-        exactly_once() ? fmt::format("; Kafka transactions {} committed / {} aborted, {} records "
-                                     "skipped (already in Kafka)",
-                                     eos_commits_, eos_aborts_, eos_skipped_)
-                       : std::string());
+        eos_progress());
     events_at_last_progress_ = events_total_;
     last_progress_ = now;
     schedule_progress();
@@ -1064,17 +979,7 @@ void Connector::finish(ExitCode code) {
   // Defer the blocking part: finish may be called from inside a delivery report.
   commit_timer_.cancel();
   asio::post(io_, [this, code] {
-    if (producer_ && txn_ && txn_->open()) {
-      // exactly_once: commit what is published (the position says how far, inside a PostgreSQL
-      // transaction if need be), unless the transaction is failing or this instance is fenced.
-      if (code == ExitCode::kOk && !eos_restarting_) {
-        stopping_ = false;  // eos_commit acts only while running
-        eos_commit();
-        stopping_ = true;
-      }
-      if (txn_ && txn_->open()) (void)txn_->abort(std::chrono::milliseconds(5000));
-      publisher_.drop_held();
-    }
+    eos_finish(code);
     if (producer_) {
       const auto deadline = std::chrono::steady_clock::now() + cfg_.kafka.flush_timeout;
       producer_->poll();

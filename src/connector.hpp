@@ -233,6 +233,15 @@ class Connector {
   // exactly_once.commit_interval; the position record in <prefix>.walrelay.positions is part of
   // it; the slot is confirmed only up to what a Kafka commit covered.
   [[nodiscard]] bool exactly_once() const { return cfg_.delivery == "exactly_once"; }
+  /// Wires the publisher for exactly_once (a new producer): transactions opened on publish,
+  /// snapshot reports held until the commit, the position record's reports.
+  void eos_attach_publisher();
+  /// A fatal producer error that means "fenced" (exactly_once): stops with exit 8, true.
+  bool eos_fenced_by(const std::string& reason);
+  /// The progress line's exactly_once part ("" otherwise).
+  [[nodiscard]] std::string eos_progress() const;
+  /// On stop: commits the open Kafka transaction (SIGTERM) or aborts it (any other stop).
+  void eos_finish(ExitCode code);
   /// After prepare(): initialises the transactional producer (fencing an older instance with the
   /// same transactional.id), creates the positions topic if needed and reads the last committed
   /// position (read_committed). False with `reason_` set: retry the session.

@@ -39,6 +39,48 @@ constexpr int kCommitAttempts = 6;  // kRetry outcomes before the transaction is
 
 }  // namespace
 
+void Connector::eos_attach_publisher() {
+  if (!exactly_once()) return;
+  publisher_.before_publish([this] { return eos_open(); });
+  publisher_.hold_reports(sink::RecordSource::kSnapshot, true);
+  publisher_.listen(sink::RecordSource::kPosition, [this](const sink::DeliveryReport& r) {
+    if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR && !stopping_) {
+      eos_delivery_failed(std::string("the position record failed: ") + rd_kafka_err2str(r.err),
+                          r.err);
+    }
+  });
+}
+
+bool Connector::eos_fenced_by(const std::string& reason) {
+  if (!exactly_once() || !(reason.starts_with("_FENCED") || reason.starts_with("PRODUCER_FENCED") ||
+                           reason.starts_with("INVALID_PRODUCER_EPOCH"))) {
+    return false;
+  }
+  eos_fenced(reason);
+  return true;
+}
+
+std::string Connector::eos_progress() const {
+  if (!exactly_once()) return {};
+  return fmt::format(
+      "; Kafka transactions {} committed / {} aborted, {} records skipped (already "
+      "in Kafka)",
+      eos_commits_, eos_aborts_, eos_skipped_);
+}
+
+void Connector::eos_finish(ExitCode code) {
+  if (!producer_ || !txn_ || !txn_->open()) return;
+  // Commit what is published (the position says how far, inside a PostgreSQL transaction if need
+  // be), unless the transaction is failing or this instance is fenced.
+  if (code == ExitCode::kOk && !eos_restarting_) {
+    stopping_ = false;  // eos_commit acts only while running
+    eos_commit();
+    stopping_ = true;
+  }
+  if (txn_ && txn_->open()) (void)txn_->abort(std::chrono::milliseconds(5000));
+  publisher_.drop_held();
+}
+
 Lsn Connector::confirmable_lsn() const {
   if (!exactly_once()) return tracker_.flush_lsn();
   // With a Kafka transaction open, acknowledged records may still be aborted: only what a commit
