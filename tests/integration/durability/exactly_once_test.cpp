@@ -295,6 +295,53 @@ TEST_F(ExactlyOnceTest, AbortedKafkaTransactionsAreReplayedExactlyOnce) {
   expect_exactly_once("injected aborts");
 }
 
+// Dead-letter records (errors.policy dead_letter) are part of the Kafka transaction of the
+// changes around them: a poison payload and an oversize one in PostgreSQL transactions with good
+// events give one dead-letter record each and every good event once, across a SIGKILL and restart.
+TEST_F(ExactlyOnceTest, DeadLetterRecordsArePartOfTheKafkaTransaction) {
+  pg_->exec("CREATE TABLE " + table("ob") +
+            " (id uuid PRIMARY KEY, aggregatetype text NOT NULL, aggregateid text NOT NULL,"
+            " payload text)");
+  WalrelayConfig cfg =
+      make_config({{table("ob"), {"topic: \"" + name_ + ".ev.{aggregate_type}\""}}});
+  const std::string dlq = name_ + ".dlq";
+  cfg.extra_yaml =
+      "delivery: exactly_once\nerrors:\n  policy: dead_letter\n  dead_letter_topic: \"" + dlq +
+      "\"\n";
+  std::string yaml = cfg.to_yaml();
+  const std::string anchor = "  bootstrap_servers: ";
+  yaml.insert(yaml.find('\n', yaml.find(anchor)) + 1,
+              "  properties:\n    message.max.bytes: 100000\n");
+  WalrelayProcess proc(yaml, "walrelay (exactly once, dead letters)");
+  start_streaming(proc, name_);
+  const auto uuid = [](int n) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "00000000-0000-4000-8000-%012d", n);
+    return std::string(buf);
+  };
+  const auto row = [&](int n, const std::string& payload_sql) {
+    return "INSERT INTO " + table("ob") + " VALUES (" + sql_literal(uuid(n)) + ", 'Order', 'o-" +
+           std::to_string(n) + "', " + payload_sql + ")";
+  };
+  pg_->commit({row(1, "'{\"n\": 1}'"), row(2, "'this is {not JSON'"), row(3, "'{\"n\": 3}'")});
+  pg_->commit({row(4, "'{\"blob\":\"' || repeat('a', 200000) || '\"}'"), row(5, "'{\"n\": 5}'")});
+  ASSERT_GE(kafka_->read_at_least({name_ + ".ev.Order"}, 3, 60s).size(), 3u) << proc.logs();
+  proc.kill();
+  proc.start();
+  pg_->commit({row(6, "'{\"n\": 6}'")});
+  EXPECT_TRUE(caught_up(proc)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  const auto events = kafka_->read_all({name_ + ".ev.Order"}, 60s);
+  const auto dead = kafka_->read_all({dlq}, 60s);
+  std::multiset<std::string> ids;
+  for (const auto& r : events) ids.insert(r.header("id"));
+  std::multiset<std::string> kinds;
+  for (const auto& r : dead) kinds.insert(r.header("walrelay.error.kind"));
+  EXPECT_EQ(ids, (std::multiset<std::string>{uuid(1), uuid(3), uuid(5), uuid(6)}))
+      << describe(events);
+  EXPECT_EQ(kinds, (std::multiset<std::string>{"mapping", "oversize"})) << describe(dead);
+}
+
 // Snapshot rows go through the same Kafka transactions (their chunks count as acknowledged only
 // once committed); the stream follows them, and a read_committed consumer sees each row once.
 TEST_F(ExactlyOnceTest, SnapshotRowsAreCommittedInKafkaTransactions) {
