@@ -102,9 +102,22 @@ bool Connector::eos_prepare() {
   eos_restarting_ = false;
   positions_topic_ = sink::positions_topic(cfg_.topics.prefix);
   const std::string tid = sink::transactional_id_for(cfg_.name);
+  if (txn_ && txn_->initialized()) {
+    // A later session: another instance may have held the slot and the transactional.id in
+    // between, so this one must fence it again, and an initialised producer cannot initialise
+    // again (librdkafka): a new producer. Nothing is carried over from the earlier session.
+    eos_abort_open();
+    if (stopping_) return false;
+    producer_->stop();
+    producer_.reset();
+    try {
+      create_producer();
+    } catch (const std::exception& e) {
+      reason_ = e.what();
+      return false;
+    }
+  }
   if (!txn_) txn_ = std::make_unique<sink::KafkaTransactions>(*producer_);
-  eos_abort_open();  // never carry a transaction over from an earlier session
-  if (stopping_) return false;
   if (!txn_->initialized()) {
     const sink::TxnResult r = txn_->init(kInitTimeout);
     if (!r.ok()) {

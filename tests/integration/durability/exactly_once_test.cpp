@@ -89,8 +89,11 @@ std::size_t count_of(const std::string& text, const std::string& needle) {
 /// One-row transactions into `table` (id bigint primary key), ids 1, 2, ... from one connection.
 class Writer {
  public:
-  Writer(std::string conninfo, std::string table)
-      : conninfo_(std::move(conninfo)), table_(std::move(table)) {}
+  Writer(std::string conninfo, std::string table, long first_id = 1)
+      : conninfo_(std::move(conninfo)),
+        table_(std::move(table)),
+        first_(first_id),
+        next_(first_id) {}
   ~Writer() { stop(); }
   void start() {
     thread_ = std::thread([this] {
@@ -122,7 +125,8 @@ class Writer {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
   }
-  [[nodiscard]] long committed() const { return next_ - 1; }
+  [[nodiscard]] long committed() const { return next_ - first_; }
+  [[nodiscard]] long next_id() const { return next_; }
   bool wait_more(long n, std::chrono::milliseconds timeout = 60s) const {
     const long target = committed() + n;
     return wait_until([&] { return committed() >= target; }, timeout);
@@ -133,7 +137,8 @@ class Writer {
   std::string table_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
-  std::atomic<long> next_{1};
+  long first_;
+  std::atomic<long> next_;
 };
 
 class ExactlyOnceTest : public IntegrationTest {
@@ -246,6 +251,50 @@ TEST_F(ExactlyOnceTest, ZombieHolderIsFencedAndExitsWithCode8) {
   EXPECT_TRUE(caught_up(b)) << b.logs();
   ASSERT_TRUE(stop_gracefully(b, name_));
   expect_exactly_once("zombie fencing");
+}
+
+// Hot standby both ways: A streams, B waits; A is paused while idle and loses the slot to B (B's
+// producer fences A's transactional.id); A wakes up and waits as the standby; B is killed and A
+// takes over again, with a new producer that fences B's: A goes on publishing (it must not stop
+// as fenced), and every row is in Kafka once.
+TEST_F(ExactlyOnceTest, StandbyTakeoverBothWaysKeepsPublishing) {
+  const std::string yaml = config();
+  WalrelayProcess a(yaml, "walrelay-A");
+  start_streaming(a, name_);
+  const pid_t a_pid = walrelay_pid(a.config_path());
+  ASSERT_GT(a_pid, 0);
+  long next = 1;
+  {
+    Writer w(env_.pg_conninfo, table("t"), next);
+    w.start();
+    ASSERT_TRUE(w.wait_more(200));
+    w.stop();
+    next = w.next_id();
+  }
+  EXPECT_TRUE(caught_up(a)) << a.logs();  // idle: no Kafka transaction open
+  WalrelayProcess b(yaml, "walrelay-B");
+  b.start();
+  ASSERT_TRUE(b.wait_for_log("waiting as a hot standby")) << b.logs();
+  ASSERT_EQ(::kill(a_pid, SIGSTOP), 0);
+  pg_->exec("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = " +
+            sql_literal(name_));
+  ASSERT_TRUE(b.wait_for_log(" info streaming: ", 30s)) << b.logs();
+  Writer writer(env_.pg_conninfo, table("t"), next);
+  writer.start();
+  ASSERT_TRUE(writer.wait_more(200));
+  ASSERT_EQ(::kill(a_pid, SIGCONT), 0);
+  ASSERT_TRUE(a.wait_for_log("waiting as a hot standby", 30s)) << a.logs();
+  ASSERT_TRUE(writer.wait_more(200));
+  EXPECT_TRUE(a.running()) << a.logs();
+  b.kill();
+  ASSERT_TRUE(wait_until([&] { return count_of(a.stderr_text(), " info streaming: ") >= 2; }, 30s))
+      << a.logs();
+  ASSERT_TRUE(writer.wait_more(300));
+  writer.stop();
+  EXPECT_TRUE(caught_up(a)) << a.logs();
+  EXPECT_TRUE(a.running()) << "A stopped after taking the slot back\n" << a.logs();
+  ASSERT_TRUE(stop_gracefully(a, name_));
+  expect_exactly_once("standby takeover both ways");
 }
 
 TEST_F(ExactlyOnceTest, TransactionLargerThanTheSplitBoundResumesInsideIt) {
