@@ -402,9 +402,11 @@ void Connector::eos_restart(const std::string& reason, bool new_producer) {
 void Connector::eos_fenced(const std::string& reason) {
   if (stopping_) return;
   spdlog::error(
-      "fenced: another walrelay instance with transactional.id {} has taken over ({}). This "
+      "fenced: another walrelay instance with transactional.id {} has taken over ({}), or the "
+      "transaction coordinator aborted a Kafka transaction that stayed open longer than "
+      "transaction.timeout.ms (e.g. during a broker outage), which fences the same way. This "
       "instance publishes nothing more and stops without confirming anything Kafka did not "
-      "commit",
+      "commit; started again, it resumes exactly once from the last committed position",
       sink::transactional_id_for(cfg_.name), reason);
   // finish() confirms at most what a Kafka commit covered (confirmable_lsn) and commits nothing.
   finish(ExitCode::kFenced);
