@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The full test run on a fresh Debian 12 machine:
 #   install deps -> build debug + asan-ubsan -> start real PostgreSQL/Kafka ->
-#   all tests on debug, unit+component tests on asan-ubsan -> fuzzers (scripts/fuzz.sh).
+#   all tests on debug -> benchmark harness smoke run -> unit+component tests on asan-ubsan ->
+#   fuzzers (scripts/fuzz.sh).
 # Env: WALRELAY_SKIP_INSTALL=1 skips the apt step.
 set -euo pipefail
 
@@ -55,6 +56,9 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 failed=0
 section "tests: debug (unit, component, integration; the long variants run with: WALRELAY_LONG_TESTS=1 ctest -L long)"
 ctest --test-dir build/debug --output-on-failure --no-tests=error -j2 -LE long || failed=1
+
+section "benchmark harness smoke run (benchmarks/smoke.sh: every mode, tiny workloads, debug build)"
+benchmarks/smoke.sh || failed=1
 
 section "tests: asan-ubsan (unit, component)"
 ctest --test-dir build/asan --output-on-failure --no-tests=error -L 'unit|component' || failed=1

@@ -85,6 +85,9 @@ std::map<std::string, std::string> effective_producer_properties(const config::K
       {"acks", "all"},
       {"partitioner", "murmur2_random"},
       {"message.timeout.ms", "0"},
+      // lz4: with librdkafka 2.0 an uncompressed batch costs its broker thread about five times
+      // the CPU of an lz4 one (benchmarks/RESULTS.md), and JSON envelopes compress well.
+      {"compression.type", "lz4"},
       {"queue.buffering.max.messages", std::to_string(max_msgs)},
       {"queue.buffering.max.kbytes", std::to_string(max_kb)},
   };

@@ -166,6 +166,7 @@ class Connector {
   double lag_seconds();
   /// Remembers a transaction's commit time until its end (`next_lsn`) is acknowledged.
   void note_commit_time(Lsn next_lsn, std::int64_t commit_ts_ms);
+  void drop_confirmed_commit_times();
   std::unique_ptr<metrics::HttpServer> http_;
   std::deque<std::pair<Lsn, std::int64_t>> pending_commits_;              // (next LSN, commit ms)
   std::map<std::string, std::uint64_t, std::less<>> published_by_topic_;  // "topic\0op" → n

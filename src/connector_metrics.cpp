@@ -77,14 +77,20 @@ void Connector::start_metrics() {
 
 void Connector::note_commit_time(Lsn next_lsn, std::int64_t commit_ts_ms) {
   // Bounded by the in-flight limits: one entry per transaction with events not yet confirmed.
+  // Pruned here too, not only by a scrape: with the metrics endpoint off nothing else would.
+  drop_confirmed_commit_times();
   if (commit_ts_ms > 0) pending_commits_.emplace_back(next_lsn, commit_ts_ms);
 }
 
-double Connector::lag_seconds() {
+void Connector::drop_confirmed_commit_times() {
   const Lsn flush = tracker_.flush_lsn();
   while (!pending_commits_.empty() && pending_commits_.front().first <= flush) {
     pending_commits_.pop_front();
   }
+}
+
+double Connector::lag_seconds() {
+  drop_confirmed_commit_times();
   if (pending_commits_.empty() || !streaming_) return 0;
   const double lag = now_seconds() - static_cast<double>(pending_commits_.front().second) / 1e3;
   return lag > 0 ? lag : 0;

@@ -223,8 +223,8 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
   return true;
 }
 
-void Snapshotter::read_chunk(Worker& w) {
-  if (stopped_ || reading_stopped_ || w.table == nullptr) return;
+void Snapshotter::read_chunk(Worker& w, bool prefetch) {
+  if (stopped_ || reading_stopped_ || w.table == nullptr || w.waiting) return;
   if (!has_room()) return;  // maybe_continue reads it when acknowledgements free room
   Table& t = *w.table;
   std::string sql;
@@ -252,6 +252,7 @@ void Snapshotter::read_chunk(Worker& w) {
     if (same && PQntuples(same->get()) == 1 &&
         std::string_view(PQgetvalue(same->get(), 0, 0)) == "f") {
       end_read(w);
+      if (prefetch) return;  // handled by the read after the current chunk is published
       spdlog::warn(
           "snapshot: {}.{} was rewritten after the slot's consistent point; its rows "
           "after {} are read by an incremental snapshot while streaming",
@@ -274,8 +275,22 @@ void Snapshotter::read_chunk(Worker& w) {
         if (alive.expired() || stopped_) return;
         wp->waiting = false;
         if (!wp->cursor) end_read(*wp);
+        if (wp->result) {  // the current chunk is still being published: this is the next one
+          wp->prefetched = std::move(r);
+          return;
+        }
         on_chunk(*wp, std::move(r));
       });
+}
+
+void Snapshotter::consume_prefetched(Worker& w) {
+  Worker* wp = &w;
+  boost::asio::post(executor_, [this, wp, alive = std::weak_ptr<int>(alive_)] {
+    if (alive.expired() || stopped_ || !wp->prefetched || wp->result) return;
+    auto r = std::move(*wp->prefetched);
+    wp->prefetched.reset();
+    on_chunk(*wp, std::move(r));
+  });
 }
 
 void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> result) {
@@ -331,6 +346,14 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
     c.number = t.next_chunk++;
     t.chunks.push_back(std::move(c));
   }
+  if (!w.cursor && rows > static_cast<int>(settings_.chunk_size) && !t.plan.key.empty()) {
+    // Another chunk follows: ask for it now, after this chunk's last key.
+    row_values(w.result.get(), static_cast<int>(settings_.chunk_size) - 1);
+    t.next_after = key_of(t.plan, values_);
+    t.have_next_after = true;
+    read_chunk(w, /*prefetch=*/true);
+    if (stopped_) return;
+  }
   publish_rows(w);
 }
 
@@ -383,8 +406,10 @@ void Snapshotter::publish_rows(Worker& w) {
   w.result.reset();
   if (last_chunk) {
     finish_table_read(w);
+  } else if (w.prefetched) {
+    consume_prefetched(w);
   } else {
-    read_chunk(w);
+    read_chunk(w);  // unless the prefetch is still outstanding: its handler continues
   }
   advance(t);
 }
@@ -568,9 +593,13 @@ void Snapshotter::on_delivery(const sink::DeliveryReport& r) {
 void Snapshotter::maybe_continue() {
   if (stopped_ || reading_stopped_ || !has_room()) return;
   for (auto& w : workers_) {
-    if (w.table == nullptr || w.waiting) continue;
+    if (w.table == nullptr) continue;
     if (w.result) {
       publish_rows(w);  // a chunk paused by a full producer queue
+    } else if (w.waiting) {
+      continue;
+    } else if (w.prefetched) {
+      consume_prefetched(w);
     } else if (!w.table->read_complete) {
       read_chunk(w);
     }

@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <expected>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,8 +56,8 @@ class Snapshotter {
     std::string application_name;
     std::size_t chunk_size = 8192;
     std::size_t parallelism = 1;
-    std::size_t max_in_flight_events = 100'000;
-    std::size_t max_in_flight_bytes = 64ull * 1024 * 1024;
+    std::size_t max_in_flight_events = 40'000;
+    std::size_t max_in_flight_bytes = 32ull * 1024 * 1024;
     decoder::NumericTokens numerics = decoder::NumericTokens::kNumbers;
     std::chrono::milliseconds progress_interval{5'000};
     /// errors.policy dead_letter: a row that cannot be mapped or is over message.max.bytes goes
@@ -125,6 +127,10 @@ class Snapshotter {
     bool in_txn = false;   // a read transaction is open (one chunk, or a keyless cursor)
     bool cursor = false;   // reading a keyless table through a cursor
     bool waiting = false;  // a query is outstanding
+    /// The next chunk's result, read while `result` was still being published (a keyset chunk
+    /// asks for the next one as soon as it arrives, so PostgreSQL reads while walrelay maps and
+    /// produces: at most two chunks per connection in memory).
+    std::optional<std::expected<ResultPtr, std::string>> prefetched;
   };
 
   void fail(SnapshotFailure kind, const std::string& reason);
@@ -134,7 +140,11 @@ class Snapshotter {
   void end_read(Worker& w);
   void next_table(Worker& w);
   bool prepare_table(Worker& w, Table& t);
-  void read_chunk(Worker& w);
+  /// Reads the worker's next chunk. `prefetch`: while the current chunk is still being published
+  /// (a table rewritten since the export is then left to the regular read that follows).
+  void read_chunk(Worker& w, bool prefetch = false);
+  /// Hands a prefetched result to on_chunk from a fresh handler (no recursion per chunk).
+  void consume_prefetched(Worker& w);
   void on_chunk(Worker& w, std::expected<ResultPtr, std::string> result);
   void publish_rows(Worker& w);
   bool publish_row(Worker& w, int row, std::string_view marker);

@@ -578,5 +578,20 @@ INSTANTIATE_TEST_SUITE_P(NonRetriable, PermanentErrorTest,
                            return std::string(rd_kafka_err2name(p.param));
                          });
 
+// The producer settings walrelay chooses, and that `kafka.properties` wins over each of them.
+TEST(ProducerProperties, DefaultsAndUserOverrides) {
+  config::KafkaConfig cfg;
+  cfg.bootstrap_servers = "127.0.0.1:9092";
+  auto props = effective_producer_properties(cfg, "walrelay-test");
+  EXPECT_EQ(props.at("enable.idempotence"), "true");
+  EXPECT_EQ(props.at("acks"), "all");
+  EXPECT_EQ(props.at("partitioner"), "murmur2_random");
+  EXPECT_EQ(props.at("message.timeout.ms"), "0");
+  EXPECT_EQ(props.at("compression.type"), "lz4");
+  cfg.properties["compression.type"] = "zstd";
+  props = effective_producer_properties(cfg, "walrelay-test");
+  EXPECT_EQ(props.at("compression.type"), "zstd");
+}
+
 }  // namespace
 }  // namespace walrelay::sink

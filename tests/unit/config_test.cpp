@@ -96,8 +96,8 @@ tables:
   EXPECT_EQ(config.kafka.bootstrap_servers, "127.0.0.1:9092");
   EXPECT_EQ(config.kafka.properties,
             (std::map<std::string, std::string>{{"compression.type", "lz4"}}));
-  EXPECT_EQ(config.kafka.max_in_flight_events, 100'000u);
-  EXPECT_EQ(config.kafka.max_in_flight_bytes, 64u * 1024 * 1024);
+  EXPECT_EQ(config.kafka.max_in_flight_events, 40'000u);
+  EXPECT_EQ(config.kafka.max_in_flight_bytes, 32u * 1024 * 1024);
   EXPECT_EQ(config.kafka.flush_timeout, 30s);
   EXPECT_EQ(config.topics.prefix, "billing");
   EXPECT_EQ(config.log.level, "info");

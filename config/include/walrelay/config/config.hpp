@@ -128,9 +128,11 @@ struct KafkaConfig {
   /// Passed to librdkafka as is (after walrelay's own defaults, so these win).
   std::map<std::string, std::string> properties;
   /// Backpressure bounds: when either is reached the replication socket is not read until
-  /// delivery reports drain below it. Memory is bounded by these, never by transaction size.
-  std::size_t max_in_flight_events = 100'000;
-  std::size_t max_in_flight_bytes = 64ull * 1024 * 1024;  ///< bytes of key + value in flight
+  /// delivery reports drain below it. Memory is bounded by these, never by transaction size:
+  /// librdkafka holds about 1 KB per small in-flight event besides its key and value, so the
+  /// defaults keep the peak RSS near 60 MB (benchmarks/RESULTS.md, `run.sh memory`).
+  std::size_t max_in_flight_events = 40'000;
+  std::size_t max_in_flight_bytes = 32ull * 1024 * 1024;  ///< bytes of key + value in flight
   /// Longest wait for outstanding deliveries on a graceful stop (SIGINT/SIGTERM).
   std::chrono::milliseconds flush_timeout{30'000};
 };

@@ -57,10 +57,11 @@ class SecretRedactor {
 ///
 /// Configuration (librdkafka CONFIGURATION.md): `enable.idempotence=true`, `acks=all`,
 /// `partitioner=murmur2_random` (the Java client's key placement, so keys land where Debezium put
-/// them), `message.timeout.ms=0` (never time out: a broker outage is backpressure, never a hole
-/// that lets the next event of a key overtake its replay), then every `kafka.properties` entry
-/// as given, which wins. Delivery reports are served on the executor's thread when librdkafka
-/// signals its main queue through a pipe (`rd_kafka_queue_io_event_enable`); no busy polling.
+/// them), `compression.type=lz4` (measured in benchmarks/RESULTS.md), `message.timeout.ms=0` (never
+/// time out: a broker outage is backpressure, never a hole that lets the next event of a key
+/// overtake its replay), then every `kafka.properties` entry as given, which wins. Delivery reports
+/// are served on the executor's thread when librdkafka signals its main queue through a pipe
+/// (`rd_kafka_queue_io_event_enable`); no busy polling.
 ///
 /// Owned by the connector; all calls on the executor's thread.
 class KafkaProducer {
