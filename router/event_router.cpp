@@ -1198,6 +1198,60 @@ void EventRouter::add_tombstone(const Slot& of) {
   t.timestamp_ms = commit_ts_ms_;
 }
 
+bool EventRouter::shape_mismatch(const decoder::Change& c, const Rule& rule) const {
+  bool refresh = false;
+  for (std::size_t i = 0; i < c.columns.size() && !refresh; ++i) {
+    const auto& name = c.columns[i].name;
+    refresh = !((i < rule.schema->columns.size() && rule.schema->columns[i].name == name) ||
+                rule.schema->column(name) != nullptr);  // a column added since
+  }
+  // An INSERT carries every column: fewer means columns were dropped (or the name re-created).
+  if (!refresh && c.action == decoder::Action::kInsert &&
+      c.columns.size() != rule.schema->columns.size()) {
+    refresh = true;
+  }
+  return refresh;
+}
+
+bool EventRouter::shape_refresh_due(const decoder::Change& c, const Rule& rule) const {
+  if (shape_mismatch(c, rule)) return true;
+  // An UPDATE leaves out unchanged TOASTed columns, or a column was dropped: the line cannot
+  // tell, so verify the shape, at most once a second per table (a dropped column is never
+  // filled with the TOAST placeholder for longer).
+  // The same for a debezium-format DELETE, whose key-only `before` lists the shape's columns.
+  const bool partial =
+      (c.action == decoder::Action::kUpdate && c.columns.size() < rule.schema->columns.size()) ||
+      (c.action == decoder::Action::kDelete && debezium_format() &&
+       c.identity.size() < rule.schema->columns.size());
+  return partial && (!rule.shape_verified ||
+                     coarse_monotonic() - *rule.shape_verified >= std::chrono::seconds(1));
+}
+
+std::optional<SchemaLookup> EventRouter::lookup_needed(const decoder::Change& c) {
+  using decoder::Action;
+  if (schemas_ == nullptr) return std::nullopt;
+  if (c.action != Action::kInsert && c.action != Action::kUpdate && c.action != Action::kDelete &&
+      c.action != Action::kTruncate) {
+    return std::nullopt;
+  }
+  const Rule* rule = nullptr;
+  if (last_rule_ != nullptr && last_rule_->leaf_table == c.table &&
+      last_rule_->leaf_schema == c.schema) {
+    rule = last_rule_;
+  } else {
+    lookup_.assign(c.schema);
+    lookup_.push_back('\0');
+    lookup_.append(c.table);
+    if (auto it = rules_.find(std::string_view(lookup_)); it != rules_.end()) rule = it->second;
+  }
+  if (rule == nullptr) return SchemaLookup{std::string(c.schema), std::string(c.table), false};
+  if (rule->role == TableRole::kRowChange && rule->collision.empty() && rule->schema != nullptr &&
+      shape_refresh_due(c, *rule)) {
+    return SchemaLookup{rule->leaf_schema, rule->leaf_table, true};
+  }
+  return std::nullopt;
+}
+
 std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& c, Rule& rule) {
   using decoder::Action;
   if (!rule.collision.empty()) return std::unexpected(MappingError{rule.collision});
@@ -1205,32 +1259,8 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
   // dropped and re-created with another shape (shared/cases/CASE-06): map each line by its own
   // column list, and re-read the catalog when the line's columns disagree with the cached shape.
   if (rule.schema != nullptr && schemas_ != nullptr && snapshot_ == nullptr) {
-    bool refresh = false;
-    for (std::size_t i = 0; i < c.columns.size() && !refresh; ++i) {
-      const auto& name = c.columns[i].name;
-      refresh = !((i < rule.schema->columns.size() && rule.schema->columns[i].name == name) ||
-                  rule.schema->column(name) != nullptr);  // a column added since
-    }
-    // An INSERT carries every column: fewer means columns were dropped (or the name re-created).
-    if (!refresh && c.action == decoder::Action::kInsert &&
-        c.columns.size() != rule.schema->columns.size()) {
-      refresh = true;
-    }
-    // An UPDATE leaves out unchanged TOASTed columns, or a column was dropped: the line cannot
-    // tell, so verify the shape, at most once a second per table (a dropped column is never
-    // filled with the TOAST placeholder for longer).
-    // The same for a debezium-format DELETE, whose key-only `before` lists the shape's columns.
-    const bool partial =
-        (c.action == decoder::Action::kUpdate && c.columns.size() < rule.schema->columns.size()) ||
-        (c.action == decoder::Action::kDelete && debezium_format() &&
-         c.identity.size() < rule.schema->columns.size());
-    if (!refresh && partial) {
-      const auto now = coarse_monotonic();
-      if (!rule.shape_verified || now - *rule.shape_verified >= std::chrono::seconds(1)) {
-        rule.shape_verified = now;
-        refresh = true;
-      }
-    }
+    bool refresh = shape_refresh_due(c, rule);
+    if (refresh && !shape_mismatch(c, rule)) rule.shape_verified = coarse_monotonic();
     if (refresh) {
       const TableSchema* before = rule.schema;
       rule.schema = schemas_->table(rule.leaf_schema, rule.leaf_table, true);

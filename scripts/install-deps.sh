@@ -14,6 +14,8 @@ packages=(
   libspdlog-dev libyaml-cpp-dev libcli11-dev libgtest-dev libbenchmark-dev libssl-dev
   # real services for component/integration tests
   postgresql-15 postgresql-15-wal2json kcat
+  # offline schema check of deploy/kubernetes/ (tests/CMakeLists.txt: kubernetes_manifests)
+  python3-kubernetes python3-yaml
 )
 # Kafka runs from Maven jars: only pull in a JRE/Maven if none is on PATH
 # (a hand-installed JDK is fine).

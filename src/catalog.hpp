@@ -2,7 +2,9 @@
 
 #include <libpq-fe.h>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <expected>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pg_async.hpp"
 #include "walrelay/router/table_schema.hpp"
 #include "walrelay/router/type_registry.hpp"
 
@@ -19,12 +22,15 @@ namespace walrelay {
 /// replication) libpq connection, and caches them: the router's SchemaProvider.
 ///
 /// Queries run on first sight of a table, after a change showed a column the cached shape lacks,
-/// and for types the registry does not know. They are synchronous round trips on the connector's
-/// thread (rare: not per event). Not thread-safe.
+/// and for types the registry does not know. Two connections: a blocking one for start-up and
+/// snapshots (connect(), table() without a prefetch), and one driven without blocking
+/// (AsyncPgConnection) for what runs while streaming: prefetch() loads a table ahead, and table()
+/// then answers from what was loaded; query_async() for the periodic checks. Not thread-safe.
 class Catalog final : public router::SchemaProvider {
  public:
   /// `types` is filled as tables are loaded (user types, domains, arrays); it must outlive this.
-  Catalog(std::string conninfo, std::string application_name, router::TypeRegistry& types);
+  Catalog(boost::asio::any_io_executor executor, std::string conninfo, std::string application_name,
+          router::TypeRegistry& types);
   ~Catalog() override;
   Catalog(const Catalog&) = delete;
   Catalog& operator=(const Catalog&) = delete;
@@ -36,23 +42,48 @@ class Catalog final : public router::SchemaProvider {
   const router::TableSchema* table(std::string_view schema, std::string_view table,
                                    bool refresh) override;
 
-  /// Runs `sql` (no parameters) on the catalog connection: rows of text cells, nullopt for NULL.
-  /// Error: libpq's message (the connection is re-established on the next call).
-  std::expected<std::vector<std::vector<std::optional<std::string>>>, std::string> query(
-      const std::string& sql);
+  /// Whether table(schema, table, false) answers from the cache (no query).
+  [[nodiscard]] bool cached(std::string_view schema, std::string_view table) const;
+
+  /// Runs `sql` (no parameters, several statements allowed) on the non-blocking connection, after
+  /// whatever is queued there; `done` gets the last statement's rows or the error.
+  void query_async(std::string sql, AsyncPgConnection::Done done);
+
+  /// Reads the table's shape again without blocking, and calls `done` on the executor when it is
+  /// in the cache (or the lookup failed: logged, the cache keeps what it had). Until
+  /// end_prefetch(), table() answers this table from the cache without a query, also with
+  /// `refresh`. Connects (without blocking) first if the connection was lost.
+  void prefetch(std::string_view schema, std::string_view table, std::function<void()> done);
+  /// Ends the answers from the cache that prefetch() promised.
+  void end_prefetch() { prefetched_.clear(); }
+  /// Gives up running prefetches (their `done` is never called) by closing the connection; the
+  /// next call connects again.
+  void abandon_prefetch() {
+    async_.close();
+    prefetched_.clear();
+  }
 
   /// The last error of a failed lookup (for logs).
   [[nodiscard]] const std::string& last_error() const { return last_error_; }
 
  private:
+  class Load;
   std::expected<std::unique_ptr<router::TableSchema>, std::string> load(std::string_view schema,
                                                                         std::string_view table);
-  bool ensure_connected();
+  /// Puts a loaded shape (nullptr: the table does not exist) under `key`; returns the current.
+  const router::TableSchema* install(const std::string& key,
+                                     std::unique_ptr<router::TableSchema> loaded);
+  void prefetch_step(std::shared_ptr<Load> load, std::string key, std::function<void()> done);
+  /// The blocking connection: connects (blocking) when closed or broken; nullptr when connecting
+  /// fails (last_error_ says why).
+  PGconn* blocking_connection();
 
   std::string conninfo_;
   std::string application_name_;
   router::TypeRegistry& types_;
-  PGconn* conn_ = nullptr;
+  PGconn* blocking_ = nullptr;
+  AsyncPgConnection async_;
+  std::unordered_map<std::string, bool> prefetched_;  // key → answered from the cache
   std::unordered_map<std::string, std::unique_ptr<router::TableSchema>> tables_;
   std::vector<std::unique_ptr<router::TableSchema>> retired_;  // replaced shapes, kept alive
   std::string last_error_;

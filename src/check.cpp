@@ -6,6 +6,7 @@
 #include <set>
 
 #include "catalog.hpp"
+#include "preflight.hpp"
 #include "replication/replication_stream.hpp"
 #include "source_encoding.hpp"
 #include "state_store.hpp"
@@ -24,7 +25,8 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 // What `run` would capture, as it would route it: each matched table with its topic and event key
-// (README "What gets published"), or its role.
+// (README "What gets published"), or its role, and every finding of the rules `run` applies
+// (preflight.hpp). False when `run` would refuse the tables (exit 2).
 bool list_tables(replication::ReplicationStream& stream, const config::Config& cfg,
                  const std::string& database, std::ostream& out) {
   std::vector<std::string> unmatched;
@@ -36,82 +38,54 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
   }
   // The same catalog and router `run` uses, so check and run judge tables alike.
   router::TypeRegistry types;
-  Catalog catalog(cfg.source.conninfo, "walrelay-check-catalog-" + cfg.name, types);
+  boost::asio::io_context io;  // the catalog answers blocking here: never run
+  Catalog catalog(io.get_executor(), cfg.source.conninfo, "walrelay-check-catalog-" + cfg.name,
+                  types);
   const bool have_catalog = static_cast<bool>(catalog.connect());
   router::EventRouter router(
       router::RouterSettings{cfg.name, cfg.topics.prefix, database, "", cfg.events}, cfg,
       have_catalog ? &catalog : nullptr, types);
-  bool ok = true;
-  std::map<std::string, std::string> topics;  // Kafka's view of a topic name → table
+  const TablePreflight preflight = preflight_tables(*matched, skipped, unmatched, router, cfg);
+  auto print = [&](const TableFinding& f) {
+    out << (f.refused ? "\n    FAIL: " : "\n    WARN: ") << f.message
+        << (f.refused ? " (run exits 2)" : "");
+  };
   out << "tables: " << matched->size() << " matched\n";
-  for (const MatchedTable& t : *matched) {
-    const std::string qualified = t.schema + "." + t.table;
-    out << "  " << qualified;
-    switch (router.role_of(t.schema, t.table)) {
+  for (const TableVerdict& v : preflight.tables) {
+    const MatchedTable& t = *v.table;
+    out << "  " << t.schema << "." << t.table;
+    switch (v.role) {
       case router::TableRole::kOutbox: {
         const auto& ob = cfg.tables[t.entry].outbox;
         out << ": outbox, topic " << (ob ? ob->topic : std::string("?"));
-        if (auto missing = router.missing_outbox_columns(t.schema, t.table); !missing.empty()) {
-          out << "  FAIL: no column " << join(missing) << " (run exits 2)";
-          ok = false;
-        }
-        out << "\n";
-        continue;
+        break;
       }
       case router::TableRole::kIgnored:
-        out << ": excluded\n";
-        continue;
+        out << ": excluded";
+        break;
       case router::TableRole::kRowChange:
+        out << " -> " << v.topic << ", key "
+            << (v.key.empty() ? std::string("none (null keys)") : "(" + join(v.key) + ")");
+        if (t.partitioned) out << ", partitioned (" << cfg.events.partitions << " topics)";
         break;
     }
-    if (t.has_primary_key && t.replica_identity == 'i' && cfg.tables[t.entry].key_columns.empty() &&
-        std::set<std::string>(t.primary_key.begin(), t.primary_key.end()) !=
-            std::set<std::string>(t.replica_identity_key.begin(), t.replica_identity_key.end())) {
-      out << "  FAIL: a primary key and REPLICA IDENTITY USING INDEX on (" +
-                 join(t.replica_identity_key) + "): set key_columns (run exits 2)\n";
-      ok = false;
-      continue;
-    }
-    const auto key = event_key_columns(t, cfg);
-    const std::string topic = router.topic_of(t.schema, t.table);
-    out << " -> " << topic << ", key "
-        << (key.empty() ? std::string("none (null keys)") : "(" + join(key) + ")");
-    std::string clash = topic;  // Kafka treats '.' and '_' alike in topic names
-    std::replace(clash.begin(), clash.end(), '.', '_');
-    if (auto [it, inserted] = topics.emplace(clash, qualified); !inserted) {
-      out << "  FAIL: the same topic as " << it->second << " (run exits 2)";
-      ok = false;
-    } else if (topic.size() > 249) {
-      out << "  FAIL: topic longer than Kafka's 249 characters (run exits 2)";
-      ok = false;
-    }
-    if (t.partitioned) out << ", partitioned (" << cfg.events.partitions << " topics)";
-    if (t.replica_identity == 'n' || (t.replica_identity == 'd' && !t.has_primary_key) ||
-        (t.replica_identity == 'i' && t.replica_identity_key.empty())) {
-      out << "  WARN: wal2json drops its UPDATE and DELETE (REPLICA IDENTITY "
-          << (t.replica_identity == 'n'   ? "NOTHING"
-              : t.replica_identity == 'd' ? "DEFAULT without a primary key"
-                                          : "USING INDEX of a dropped index")
-          << ")";
-    }
+    for (const auto& f : v.findings) print(f);
     out << "\n";
   }
-  for (const auto& name : unmatched)
-    out << "  WARN tables entry '" << name << "' matches no table\n";
-  for (const SkippedRelation& r : skipped) {
-    out << "  " << r.schema << "." << r.table << ": " << r.what
-        << (r.named ? "  FAIL: named in tables, but logical decoding does not deliver its "
-                      "changes (run exits 2)\n"
-                    : ", skipped (logical decoding does not deliver its changes)\n");
-    ok = ok && !r.named;
+  for (const auto& f : preflight.general) {
+    out << (f.refused ? "  FAIL: " : "  WARN: ") << f.message
+        << (f.refused ? " (run exits 2)\n" : "\n");
   }
-  return ok;
+  return preflight.first_refusal() == nullptr;
 }
 
 }  // namespace
 
 ExitCode run_check(const config::Config& cfg, std::ostream& out) {
   bool ok = true;
+  // The exit code of the first check `run` would fail on, in the order `run` checks (prepare()):
+  // server, wal_level, encoding, slot record, tables, slot.
+  std::optional<ExitCode> server_code, record_code, tables_code, slot_code;
   out << "config: ok (connector '" << cfg.name << "', slot '" << cfg.source.slot
       << "', topic prefix '" << cfg.topics.prefix << "', " << cfg.tables.size()
       << " tables entries)\n";
@@ -122,6 +96,7 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
   if (auto sys = stream.connect(); !sys) {
     out << "  FAIL " << sys.error() << "\n";
     ok = false;
+    server_code = ExitCode::kRuntimeError;
   } else {
     out << "  server_version " << sys->server_version << ", system " << sys->system_id
         << ", timeline " << sys->timeline << ", database " << sys->dbname << ", WAL at "
@@ -129,20 +104,24 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
     auto wal_level = stream.query("SHOW wal_level");
     const std::string level =
         wal_level && !wal_level->empty() ? (*wal_level)[0][0].value_or("") : "?";
-    out << "  wal_level " << level << (level == "logical" ? "" : "  FAIL: needs logical") << "\n";
-    // The walsender drops a client silent for wal_sender_timeout: status updates must come
-    // sooner. max_slot_wal_keep_size -1 lets a stalled slot fill the primary's disk.
+    out << "  wal_level " << level << "\n";
+    if (auto refused = check_wal_level(level)) {
+      out << "  FAIL: " << refused->message << " (run exits " << static_cast<int>(refused->code)
+          << ")\n";
+      server_code = refused->code;
+    }
+    // The walsender drops a client silent for wal_sender_timeout: `run` sends status updates well
+    // within it (preflight.hpp). max_slot_wal_keep_size -1 lets a stalled slot fill the disk.
     auto settings = stream.query(
-        "SELECT (SELECT setting::bigint * CASE unit WHEN 's' THEN 1000 ELSE 1 END FROM "
-        "pg_catalog.pg_settings WHERE name = 'wal_sender_timeout'), "
+        "SELECT current_setting('wal_sender_timeout'), "
         "current_setting('max_slot_wal_keep_size')");
     if (settings && !settings->empty()) {
       const auto& r = (*settings)[0];
-      const long long timeout_ms = r[0] ? std::stoll(*r[0]) : 0;
-      out << "  wal_sender_timeout " << timeout_ms << " ms";
-      if (timeout_ms > 0 && cfg.source.status_interval.count() >= timeout_ms) {
-        out << "  WARN: source.status_interval (" << cfg.source.status_interval.count()
-            << " ms) must be shorter, or the server drops walrelay between status updates";
+      const auto timeout = parse_pg_duration(r[0].value_or("0"));
+      out << "  wal_sender_timeout " << timeout.count() << " ms";
+      if (auto chosen = status_interval_for(cfg.source.status_interval, timeout);
+          !chosen.warning.empty()) {
+        out << "  WARN: " << chosen.warning;
       }
       out << "\n  max_slot_wal_keep_size " << r[1].value_or("?");
       if (r[1].value_or("") == "-1") {
@@ -162,50 +141,64 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
       out << "  server_encoding " << encoding
           << "  FAIL: refused (run exits 2): " << transcoder.error() << "\n";
       ok = false;
+      if (!server_code) server_code = ExitCode::kConfigError;
     }
-    // The same slot-record rule `run` applies (README "Reliability").
+    // The slot rules `run` applies (preflight.hpp; README "Reliability").
     const StateStore store(
         cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir,
         cfg.source.slot);
-    auto record = store.load();
-    if (!record) {
-      out << "  FAIL slot record: " << record.error() << "\n";
+    auto loaded = store.load();
+    std::optional<SlotRecord> record;
+    auto refuse = [&](const Refusal& r, std::optional<ExitCode>& code) {
+      out << "  FAIL: " << r.message << " (run exits " << static_cast<int>(r.code) << ")\n";
       ok = false;
-    } else if (*record) {
-      out << "  slot record " << store.path() << ": system " << (*record)->system_id
-          << ", timeline " << (*record)->timeline << ", confirmed "
-          << (*record)->confirmed.to_string() << "\n";
-      if ((*record)->system_id != sys->system_id && !cfg.source.allow_slot_reset) {
-        out << "  FAIL the slot was streamed from another PostgreSQL system (run exits 5)\n";
-        ok = false;
+      code = r.code;
+    };
+    if (!loaded) {
+      out << "  FAIL slot record: " << loaded.error() << "\n";
+      ok = false;
+      record_code = ExitCode::kRuntimeError;
+    } else if (*loaded) {
+      record = **loaded;
+      out << "  slot record " << store.path() << ": system " << record->system_id << ", timeline "
+          << record->timeline << ", confirmed " << record->confirmed.to_string() << "\n";
+    }
+    const bool allow_reset = slot_reset_allowed(cfg, record);
+    std::optional<Lsn> fork;
+    if (record && record->timeline != sys->timeline) {
+      auto history = stream.query("TIMELINE_HISTORY " + std::to_string(sys->timeline));
+      if (history && !history->empty() && (*history)[0].size() >= 2) {
+        fork = timeline_switchpoint((*history)[0][1].value_or(""), record->timeline);
       }
+    }
+    if (auto refused = check_slot_record(record, allow_reset, *sys, fork)) {
+      refuse(*refused, record_code);
     }
     auto slot = stream.find_slot(cfg.source.slot);
     if (!slot) {
       out << "  FAIL cannot read pg_replication_slots: " << slot.error() << "\n";
       ok = false;
-    } else if (!*slot) {
-      const bool streamed_before = record && *record && !cfg.source.allow_slot_reset;
-      out << "  slot " << cfg.source.slot << ": does not exist"
-          << (streamed_before ? "  FAIL: walrelay streamed it before, so it was dropped or lost "
-                                "(run exits 5)"
-              : cfg.source.create_slot ? " (will be created with plugin wal2json)"
-                                       : "  FAIL: source.create_slot is false")
-          << "\n";
-      ok = ok && cfg.source.create_slot && !streamed_before;
+      slot_code = ExitCode::kRuntimeError;
     } else {
-      const auto& s = **slot;
-      out << "  slot " << cfg.source.slot << ": plugin " << s.plugin << ", type " << s.slot_type
-          << ", database " << s.database << ", active " << (s.active ? "yes" : "no");
-      if (s.active_pid) out << " (pid " << *s.active_pid << ")";
-      out << ", confirmed_flush_lsn " << s.confirmed_flush_lsn.to_string() << ", wal_status "
-          << s.wal_status << "\n";
-      if (s.plugin != "wal2json" || s.slot_type != "logical" || s.wal_status == "lost") {
-        out << "  FAIL: the slot must be a logical wal2json slot that is not lost\n";
-        ok = false;
+      if (!*slot) {
+        out << "  slot " << cfg.source.slot << ": does not exist"
+            << (cfg.source.create_slot ? " (will be created with plugin wal2json)" : "") << "\n";
+      } else {
+        const auto& s = **slot;
+        out << "  slot " << cfg.source.slot << ": plugin " << s.plugin << ", type " << s.slot_type
+            << ", database " << s.database << ", active " << (s.active ? "yes" : "no");
+        if (s.active_pid) out << " (pid " << *s.active_pid << ")";
+        out << ", confirmed_flush_lsn " << s.confirmed_flush_lsn.to_string() << ", wal_status "
+            << s.wal_status << "\n";
+      }
+      if (auto refused = check_slot(*slot, record, allow_reset, cfg, sys->dbname)) {
+        refuse(*refused, slot_code);
       }
     }
-    ok = list_tables(stream, cfg, sys->dbname, out) && ok;
+    if (!list_tables(stream, cfg, sys->dbname, out)) {
+      ok = false;
+      tables_code = ExitCode::kConfigError;
+    }
   }
   stream.close();
 
@@ -220,7 +213,11 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
     out << "  " << *brokers << " broker(s) reachable\n";
   }
   out << (ok ? "check: ok\n" : "check: FAILED\n");
-  return ok ? ExitCode::kOk : ExitCode::kRuntimeError;
+  if (ok) return ExitCode::kOk;
+  for (const auto& code : {server_code, record_code, tables_code, slot_code}) {
+    if (code) return *code;
+  }
+  return ExitCode::kRuntimeError;  // Kafka: `run` would wait for it
 }
 
 }  // namespace walrelay

@@ -20,4 +20,8 @@ namespace walrelay {
 /// Error: the server refused the setting (libpq's message).
 std::expected<void, std::string> use_walrelay_client_encoding(PGconn* conn);
 
+/// The same choice for a connection driven without blocking: the `SET client_encoding` statement
+/// to send first, or an empty string when the connection already uses the encoding wanted.
+std::string walrelay_client_encoding_sql(PGconn* conn);
+
 }  // namespace walrelay

@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "preflight.hpp"
 #include "walrelay/decoder/plugin_options.hpp"
 
 namespace walrelay {
@@ -36,20 +37,6 @@ bool connect_error_is_fatal(const std::string& msg) {
     if (msg.find(fatal) != std::string::npos) return true;
   }
   return false;
-}
-
-// A PostgreSQL duration setting as SHOW prints it (`60s`, `1min`, `500ms`, `0`).
-std::chrono::milliseconds parse_pg_duration(const std::string& text) {
-  std::size_t i = 0;
-  long long n = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') n = n * 10 + (text[i++] - '0');
-  const std::string unit = text.substr(i);
-  if (unit == "ms") return std::chrono::milliseconds(n);
-  if (unit == "s" || unit.empty()) return std::chrono::seconds(n);
-  if (unit == "min") return std::chrono::minutes(n);
-  if (unit == "h") return std::chrono::hours(n);
-  if (unit == "d") return std::chrono::hours(24 * n);
-  return std::chrono::milliseconds(0);
 }
 
 // Set by a second SIGINT/SIGTERM during the shutdown flush (async-signal-safe: a lock-free flag).
@@ -232,8 +219,7 @@ void Connector::start_streaming() {
       system_.server_version, system_.system_id, system_.timeline, system_.dbname, cfg_.source.slot,
       start_lsn_.to_string(), system_.xlogpos.to_string(), cfg_.topics.prefix,
       cfg_.kafka.bootstrap_servers);
-  // The heartbeat runs while a session streams: with the server unreachable its (blocking)
-  // connection attempts would only hold up the event loop.
+  // The heartbeat runs while a session streams (between sessions the server may be unreachable).
   if (!heartbeat_ && cfg_.heartbeat.enabled) {
     heartbeat_ = std::make_unique<Heartbeat>(io_.get_executor(), cfg_.source.conninfo,
                                              "walrelay-heartbeat-" + cfg_.name, cfg_.heartbeat);
@@ -261,83 +247,58 @@ Connector::Outcome Connector::prepare() {
     reason_ = "cannot read wal_level: " + wal_level.error();
     return Outcome::kRetry;
   }
-  if (wal_level->empty() || (*wal_level)[0][0].value_or("") != "logical") {
-    reason_ = "wal_level is '" + (wal_level->empty() ? "" : (*wal_level)[0][0].value_or("")) +
-              "': logical decoding needs wal_level=logical (PostgreSQL docs §20.5.1); set it in "
-              "postgresql.conf and restart the server";
-    return fatal(ExitCode::kRuntimeError);
+  if (auto refused = check_wal_level(wal_level->empty() ? "" : (*wal_level)[0][0].value_or(""))) {
+    reason_ = refused->message;
+    return fatal(refused->code);
   }
   if (auto encoding = check_encoding(); encoding != Outcome::kStreaming) return encoding;
-  // Standby status updates must come well within wal_sender_timeout, or the server drops the
-  // connection (shared/cases/README.md item 13).
   status_interval_ = cfg_.source.status_interval;
   if (auto t = stream_->query("SHOW wal_sender_timeout"); t && !t->empty()) {
-    const auto timeout = parse_pg_duration((*t)[0][0].value_or("0"));
-    if (timeout.count() > 0 && status_interval_ * 2 > timeout) {
-      status_interval_ = std::max(std::chrono::milliseconds(100), timeout / 3);
-      spdlog::warn(
-          "source.status_interval {} ms is not well below the server's wal_sender_timeout "
-          "{} ms: sending standby status updates every {} ms",
-          cfg_.source.status_interval.count(), timeout.count(), status_interval_.count());
-    }
+    const auto chosen = status_interval_for(cfg_.source.status_interval,
+                                            parse_pg_duration((*t)[0][0].value_or("0")));
+    status_interval_ = chosen.interval;
+    if (!chosen.warning.empty()) spdlog::warn("{}", chosen.warning);
   }
 
   const std::string& slot = cfg_.source.slot;
   // allow_slot_reset accepts one loss: once used it is remembered in the record and ignored until
   // the operator removes it from the configuration (a start without it clears the mark).
-  bool allow_reset = cfg_.source.allow_slot_reset;
+  const bool allow_reset = slot_reset_allowed(cfg_, record_);
   if (record_ && record_->reset_used) {
-    if (allow_reset) {
+    if (cfg_.source.allow_slot_reset) {
       spdlog::warn(
           "source.allow_slot_reset is still set but was already used once for slot {}; "
           "it is ignored now. Remove it from the configuration",
           slot);
-      allow_reset = false;
     } else {
       record_->reset_used = false;
     }
   }
   // The durable slot record: a different cluster, or a failover past what walrelay confirmed,
-  // means the slot's stream may be missing changes.
-  if (record_ && !allow_reset) {
-    if (record_->system_id != system_.system_id) {
-      reason_ = "connected to PostgreSQL system " + system_.system_id + ", but slot " + slot +
-                " was streamed from system " + record_->system_id + " up to LSN " +
-                record_->confirmed.to_string() +
-                ": changes after it may be missing here. Last safe LSN: " +
-                record_->confirmed.to_string() +
-                ". Set source.allow_slot_reset: true to accept that and start over";
-      return fatal(ExitCode::kSlotLost);
+  // means the slot's stream may be missing changes (preflight.hpp, as `check` says).
+  std::optional<Lsn> fork;
+  if (record_ && record_->timeline != system_.timeline) {
+    auto history = stream_->query("TIMELINE_HISTORY " + std::to_string(system_.timeline));
+    if (history && !history->empty() && (*history)[0].size() >= 2) {
+      fork = timeline_switchpoint((*history)[0][1].value_or(""), record_->timeline);
     }
-    if (record_->timeline != system_.timeline) {
-      auto history = stream_->query("TIMELINE_HISTORY " + std::to_string(system_.timeline));
-      std::optional<Lsn> fork;
-      if (history && !history->empty() && (*history)[0].size() >= 2) {
-        fork = timeline_switchpoint((*history)[0][1].value_or(""), record_->timeline);
-      }
-      if (!fork || record_->confirmed > *fork) {
-        reason_ =
-            "the server is on timeline " + std::to_string(system_.timeline) +
-            " after a failover; timeline " + std::to_string(record_->timeline) +
-            (fork ? " ended at " + fork->to_string() : std::string(" is not in its history")) +
-            " but walrelay had confirmed up to " + record_->confirmed.to_string() +
-            ": those changes may be lost. Last safe LSN: " +
-            (fork ? fork->to_string() : record_->confirmed.to_string()) +
-            ". Set source.allow_slot_reset: true to accept that";
-        return fatal(ExitCode::kSlotLost);
-      }
-      spdlog::info(
-          "timeline {} → {} (fork at {}): walrelay's confirmed position {} is before the "
-          "fork, resuming",
-          record_->timeline, system_.timeline, fork->to_string(), record_->confirmed.to_string());
-    }
+  }
+  if (auto refused = check_slot_record(record_, allow_reset, system_, fork)) {
+    reason_ = refused->message;
+    return fatal(refused->code);
+  }
+  if (record_ && !allow_reset && fork) {
+    spdlog::info(
+        "timeline {} → {} (fork at {}): walrelay's confirmed position {} is before the "
+        "fork, resuming",
+        record_->timeline, system_.timeline, fork->to_string(), record_->confirmed.to_string());
   }
 
   // Tables, topics and outbox columns are checked before a slot is created: a configuration
   // that cannot run must leave nothing behind on the server.
   if (!catalog_) {
-    catalog_ =
-        std::make_unique<Catalog>(cfg_.source.conninfo, "walrelay-catalog-" + cfg_.name, types_);
+    catalog_ = std::make_unique<Catalog>(io_.get_executor(), cfg_.source.conninfo,
+                                         "walrelay-catalog-" + cfg_.name, types_);
     if (auto connected = catalog_->connect(); !connected) {
       reason_ = connected.error();
       catalog_.reset();
@@ -382,21 +343,11 @@ Connector::Outcome Connector::prepare() {
     reason_ = "cannot look up slot " + slot + ": " + found.error();
     return Outcome::kRetry;
   }
+  if (auto refused = check_slot(*found, record_, allow_reset, cfg_, system_.dbname)) {
+    reason_ = refused->message;
+    return fatal(refused->code);
+  }
   if (!*found) {
-    if (record_ && !allow_reset) {
-      reason_ = "replication slot '" + slot +
-                "' no longer exists (dropped, or lost in a "
-                "failover), but walrelay streamed it up to LSN " +
-                record_->confirmed.to_string() +
-                ". A fresh slot would silently skip every change since. Last safe LSN: " +
-                record_->confirmed.to_string() +
-                ". Set source.allow_slot_reset: true to create a new slot anyway";
-      return fatal(ExitCode::kSlotLost);
-    }
-    if (!cfg_.source.create_slot) {
-      reason_ = "replication slot '" + slot + "' does not exist and source.create_slot is false";
-      return fatal(ExitCode::kRuntimeError);
-    }
     // With an initial snapshot the slot exports its snapshot: the tables are read at exactly
     // the slot's consistent point before START_REPLICATION (which ends the export).
     const bool snapshot = cfg_.snapshot.mode == "initial";
@@ -426,27 +377,6 @@ Connector::Outcome Connector::prepare() {
     router_->set_stream_start(Lsn{});  // a new slot: no last commit yet (Debezium: null)
   } else {
     const auto& s = **found;
-    if (s.slot_type != "logical" || s.plugin != "wal2json") {
-      reason_ = "replication slot '" + slot + "' is a " + s.slot_type + " slot with plugin '" +
-                s.plugin +
-                "'; walrelay needs a logical slot with wal2json. Drop it or configure "
-                "another source.slot";
-      return fatal(ExitCode::kRuntimeError);
-    }
-    if (s.database != system_.dbname) {
-      reason_ = "replication slot '" + slot + "' belongs to database '" + s.database + "', not '" +
-                system_.dbname + "'";
-      return fatal(ExitCode::kRuntimeError);
-    }
-    if (s.wal_status == "lost") {
-      reason_ = "replication slot '" + slot +
-                "' is invalidated (wal_status=lost, e.g. by "
-                "max_slot_wal_keep_size): changes after " +
-                s.confirmed_flush_lsn.to_string() +
-                " may be gone. Last safe LSN: " + s.confirmed_flush_lsn.to_string() +
-                ". Drop the slot and set source.allow_slot_reset: true to start over";
-      return fatal(ExitCode::kSlotLost);
-    }
     if (s.active) {
       reason_ = in_use_reason(slot, s.active_pid);
       return Outcome::kStandby;
@@ -542,6 +472,14 @@ void Connector::end_session() {
   tracker_ = sink::AckTracker{};
   in_txn_ = false;
   pending_ = {};
+  if (parked_) {
+    // The next session replays the change from the slot; its lookup may never answer. Closing
+    // the non-blocking catalog connection drops the periodic queries queued behind it too.
+    parked_.reset();
+    if (catalog_) catalog_->abandon_prefetch();
+    catalog_check_running_ = false;
+    retained_poll_running_ = false;
+  }
 }
 
 bool Connector::note_session_failure(Lsn position, const std::string& reason) {
@@ -671,6 +609,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   }
   // A non-transactional logical message arrives outside any B/C pair (shared/cases/README.md
   // item 8): track it as its own unit, confirmed at the end of its record.
+  if (!replaying_parked_ && wait_for_lookup(x, c)) return;
   if ((c.action == Action::kMessage || c.action == Action::kInsert) &&
       handle_snapshot_message(c, line)) {
     return;
@@ -786,7 +725,7 @@ void Connector::apply_backpressure() {
 void Connector::maybe_resume() {
   // exactly_once: delivery reports served inside commit_transaction must not publish (eos_commit
   // resumes once the commit returned).
-  if (!streaming_ || stopping_ || !stream_->paused() || eos_committing_) return;
+  if (!streaming_ || stopping_ || !stream_->paused() || parked_ || eos_committing_) return;
   if (!pending_.empty() && !publish_pending()) return;
   if (tracker_.in_flight_events() + stale_in_flight_ < cfg_.kafka.max_in_flight_events &&
       tracker_.in_flight_bytes() < cfg_.kafka.max_in_flight_bytes) {
@@ -875,7 +814,9 @@ void Connector::on_keepalive(const replication::Keepalive& k) {
   // Nothing open or in flight: the server's WAL end is safe to confirm, so an idle database (or
   // one whose writes are all filtered out) does not pile up WAL behind the slot
   // (shared/cases/BUG-18.md).
-  if (!in_txn_ && pending_.empty() && !eos_restarting_) tracker_.advance_idle(k.wal_end);
+  if (!in_txn_ && pending_.empty() && !parked_ && !eos_restarting_) {
+    tracker_.advance_idle(k.wal_end);
+  }
   if (k.reply_requested) send_status(false);
 }
 
@@ -943,7 +884,9 @@ void Connector::schedule_progress() {
         rate, events_total_, flush.to_string(), lag, retained_wal_bytes_, restart_lsn_text_,
         tracker_.in_flight_events(), tracker_.in_flight_bytes(), dead_lettered_mapping_,
         dead_lettered_oversize_, dead_lettered_delivery_, reconnects_,
-        stream_->paused() ? " (paused: backpressure)" : "",
+        parked_             ? " (paused: a change waits for its catalog lookup)"
+        : stream_->paused() ? " (paused: backpressure)"
+                            : "",
         (router_->outbox_updates_ignored() > 0
              ? fmt::format(", {} outbox UPDATEs ignored", router_->outbox_updates_ignored())
              : std::string()) +

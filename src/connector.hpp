@@ -70,8 +70,11 @@ class Connector {
   void remember_captured(const std::vector<MatchedTable>& tables,
                          const std::vector<SkippedRelation>& skipped);
   void schedule_catalog_check();
-  /// Looks the captured tables up again (source.catalog_check_interval) and reports changes.
+  /// Looks the captured tables up again (source.catalog_check_interval) without blocking, and
+  /// reports changes (compare_catalog).
   void check_catalog();
+  void compare_catalog(const TableMatcher& matcher);
+  bool catalog_check_running_ = false;
   /// Reads the database's server_encoding on the replication connection and sets `transcoder_`
   /// (connector_encoding.cpp). An encoding walrelay refuses is fatal with exit 2.
   Outcome check_encoding();
@@ -81,6 +84,22 @@ class Connector {
   void create_producer();
 
   void on_xlogdata(const replication::XLogData& x);
+  // Catalog lookups ahead of routing (connector_lookup.cpp).
+  /// Starts the catalog lookup routing `c` needs, if any, without blocking: a copy of its line is
+  /// kept and the stream paused, so the changes after it wait and nothing is confirmed past it;
+  /// when the lookup completes the line is processed again and the stream resumes. True when `c`
+  /// waits for a lookup.
+  bool wait_for_lookup(const replication::XLogData& x, const decoder::Change& c);
+  void on_lookup_done(std::uint64_t epoch);
+  /// The XLogData whose change waits for its catalog lookup.
+  struct ParkedLine {
+    Lsn data_start;
+    Lsn wal_end;
+    replication::PgEpochMicros send_time = 0;
+    std::string data;
+  };
+  std::optional<ParkedLine> parked_;
+  bool replaying_parked_ = false;
   void on_keepalive(const replication::Keepalive& k);
   void on_stream_end(replication::StreamEnd how, const std::string& reason);
   void on_delivery(const sink::DeliveryReport& r);
@@ -154,6 +173,10 @@ class Connector {
   /// The slot's retained WAL (from restart_lsn) for the progress line, and the transaction that
   /// holds restart_lsn back, named once (connector_wal_retention.cpp).
   void poll_retained_wal();
+  /// The second step: names what holds restart_lsn (`behind_confirmed` bytes before the
+  /// confirmed position).
+  void name_wal_holder(long long behind_confirmed);
+  bool retained_poll_running_ = false;
   long long retained_wal_bytes_ = -1;
 
   // Metrics and health (connector_metrics.cpp).

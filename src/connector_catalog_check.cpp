@@ -50,18 +50,37 @@ void Connector::schedule_catalog_check() {
 }
 
 void Connector::check_catalog() {
-  if (!catalog_) return;
-  std::vector<std::string> unmatched;
-  std::vector<SkippedRelation> skipped;
-  auto matched = match_tables([this](const std::string& sql) { return catalog_->query(sql); }, cfg_,
-                              &unmatched, &skipped);
-  if (!matched) {
-    spdlog::warn("catalog check: {}", matched.error());
-    return;
+  if (!catalog_ || catalog_check_running_ || cfg_.tables.empty()) return;
+  // One query per tables entry, queued on the catalog's non-blocking connection in entry order:
+  // the event loop never waits for them.
+  catalog_check_running_ = true;
+  auto matcher = std::make_shared<TableMatcher>(cfg_);
+  auto failed = std::make_shared<bool>(false);
+  for (std::size_t e = 0; e < cfg_.tables.size(); ++e) {
+    catalog_->query_async(matcher->query(e),
+                          [this, matcher, failed, e](const AsyncPgConnection::Result& rows) {
+                            if (*failed) return;
+                            if (!rows) {
+                              *failed = true;
+                              catalog_check_running_ = false;
+                              spdlog::warn("catalog check: cannot look up tables for '{}': {}",
+                                           cfg_.tables[e].name, rows.error());
+                              return;
+                            }
+                            matcher->take(e, *rows);
+                            if (e + 1 < cfg_.tables.size()) return;
+                            catalog_check_running_ = false;
+                            if (!stopping_ && streaming_) compare_catalog(*matcher);
+                          });
   }
+}
+
+void Connector::compare_catalog(const TableMatcher& matcher) {
+  const auto& matched = matcher.matched;
+  const auto& skipped = matcher.skipped;
   std::set<std::size_t> entries;
   std::map<std::string, std::string> now;
-  for (const MatchedTable& t : *matched) {
+  for (const MatchedTable& t : matched) {
     const std::string key = table_key(t.schema, t.table);
     std::string problem = identity_problem(t);
     entries.insert(t.entry);

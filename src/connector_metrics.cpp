@@ -154,15 +154,14 @@ std::string Connector::metrics_text() {
   metric(out, "walrelay_delivery_errors_total", "counter",
          "delivery reports with an error that could not be retried");
   sample(out, "walrelay_delivery_errors_total", delivery_errors_);
-  if (exactly_once()) {
-    metric(out, "walrelay_kafka_transactions_total", "counter",
-           "Kafka transactions ended (delivery exactly_once)");
-    sample(out, "walrelay_kafka_transactions_total", eos_commits_, "outcome=\"committed\"");
-    sample(out, "walrelay_kafka_transactions_total", eos_aborts_, "outcome=\"aborted\"");
-    metric(out, "walrelay_skipped_records_total", "counter",
-           "records not published again because Kafka had them (the stored position)");
-    sample(out, "walrelay_skipped_records_total", eos_skipped_);
-  }
+  // delivery exactly_once (0 in the default mode, served always so that dashboards need no mode).
+  metric(out, "walrelay_kafka_transactions_total", "counter",
+         "Kafka transactions ended (delivery exactly_once)");
+  sample(out, "walrelay_kafka_transactions_total", eos_commits_, "outcome=\"committed\"");
+  sample(out, "walrelay_kafka_transactions_total", eos_aborts_, "outcome=\"aborted\"");
+  metric(out, "walrelay_skipped_records_total", "counter",
+         "records not published again because Kafka had them (the stored position)");
+  sample(out, "walrelay_skipped_records_total", eos_skipped_);
   metric(out, "walrelay_flush_lsn", "gauge",
          "the position walrelay confirms (LSN): acknowledged, and with delivery exactly_once "
          "committed in Kafka");
@@ -184,7 +183,10 @@ std::string Connector::metrics_text() {
   metric(out, "walrelay_in_flight_bytes", "gauge", "their key + value bytes");
   sample(out, "walrelay_in_flight_bytes", tracker_.in_flight_bytes());
   metric(out, "walrelay_backpressure_paused", "gauge", "1 while reading the slot is paused");
-  sample(out, "walrelay_backpressure_paused", stream_ && stream_->paused() ? 1 : 0);
+  sample(out, "walrelay_backpressure_paused", stream_ && stream_->paused() && !parked_ ? 1 : 0);
+  metric(out, "walrelay_catalog_lookup_waiting", "gauge",
+         "1 while a change waits for its catalog lookup (reading the slot is paused)");
+  sample(out, "walrelay_catalog_lookup_waiting", parked_ ? 1 : 0);
   metric(out, "walrelay_reconnects_total", "counter", "replication sessions retried");
   sample(out, "walrelay_reconnects_total", reconnects_);
   metric(out, "walrelay_slot_retained_wal_bytes", "gauge",

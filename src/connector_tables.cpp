@@ -7,6 +7,7 @@
 #include <set>
 
 #include "connector.hpp"
+#include "preflight.hpp"
 #include "table_inventory.hpp"
 #include "walrelay/decoder/plugin_options.hpp"
 
@@ -21,13 +22,12 @@ bool has_partial_glob(const std::string& part) {
 }  // namespace
 
 Connector::Outcome Connector::check_tables() {
-  // Look the configured tables up: name them in the summary, detect topic collisions, and warn
+  // Look the configured tables up: name them in the summary, refuse what cannot run, and warn
   // about tables whose UPDATE/DELETE wal2json would drop silently (shared/cases/README.md item 4).
   std::vector<decoder::TableFilter> filters;
   bool filter_on_server = true;
   snapshot_tables_.clear();
-  std::vector<std::string> routes;            // "schema.table → topic" for the summary
-  std::map<std::string, std::string> topics;  // topic → the table publishing to it
+  std::vector<std::string> routes;  // "schema.table → topic" for the summary
   for (const auto& tc : cfg_.tables) {
     if (has_partial_glob(tc.schema_pattern) || has_partial_glob(tc.table_pattern)) {
       filter_on_server = false;  // wal2json's add-tables only knows a whole `*`
@@ -45,22 +45,19 @@ Connector::Outcome Connector::check_tables() {
     reason_ = matched.error();
     return Outcome::kRetry;
   }
-  for (const auto& name : unmatched) spdlog::warn("tables entry '{}' matches no table yet", name);
-  for (const SkippedRelation& r : skipped) {
-    if (r.named) {
-      // Named on purpose, yet nothing (or not everything) of it would ever arrive: refuse.
-      reason_ = "tables entry '" + cfg_.tables[r.entry].name + "' names " + r.schema + "." +
-                r.table + ", " + r.what +
-                ": logical decoding does not deliver its changes (only persistent ordinary and "
-                "partitioned tables). Remove it, or capture the tables it is built from";
-      return fatal(ExitCode::kConfigError);
-    }
-    spdlog::info("skipping {}.{} ({}): logical decoding does not deliver its changes", r.schema,
-                 r.table, r.what);
+  // The rules `check` applies too (preflight.hpp): the first refusal stops here, with exit 2.
+  const TablePreflight preflight = preflight_tables(*matched, skipped, unmatched, *router_, cfg_);
+  for (const auto& f : preflight.general) {
+    if (!f.refused) spdlog::warn("{}", f.message);
+  }
+  if (const TableFinding* refusal = preflight.first_refusal()) {
+    reason_ = refusal->message;
+    return fatal(ExitCode::kConfigError);
   }
   remember_captured(*matched, skipped);
-  for (const MatchedTable& m : *matched) {
-    const auto& tc = cfg_.tables[m.entry];
+  for (const TableVerdict& v : preflight.tables) {
+    const MatchedTable& m = *v.table;
+    for (const auto& f : v.findings) spdlog::warn("{}", f.message);
     const std::string& schema = m.schema;
     const std::string& table = m.table;
     if (m.partitioned) {
@@ -68,23 +65,13 @@ Connector::Outcome Connector::check_tables() {
       // README.md item 10): filtering by the root's name on the server would match nothing.
       filter_on_server = false;
     }
-    const auto role = router_->role_of(schema, table);
-    if (role == router::TableRole::kOutbox) {
-      // A misnamed column would stop the connector at the first event: refuse it now.
-      if (auto missing = router_->missing_outbox_columns(schema, table); !missing.empty()) {
-        std::string list;
-        for (const auto& col : missing) list += (list.empty() ? "" : ", ") + col;
-        reason_ = "outbox table " + schema + "." + table + " has no column " + list +
-                  " named in its outbox configuration";
-        return fatal(ExitCode::kConfigError);
-      }
+    if (v.role == router::TableRole::kOutbox) {
       routes.push_back(schema + "." + table + " (outbox)");
       continue;
     }
-    if (role != router::TableRole::kRowChange) continue;  // excluded
-    const std::string topic = router_->topic_of(schema, table);
+    if (v.role != router::TableRole::kRowChange) continue;  // excluded
     const std::string qualified = schema + "." + table;
-    routes.push_back(qualified + " → " + topic);
+    routes.push_back(qualified + " → " + v.topic);
     if (m.partitioned && cfg_.events.partitions == "leaf") {
       // Leaf topics: a snapshot reads each leaf, so its rows go where its changes go.
       auto leaves =
@@ -103,56 +90,6 @@ Connector::Outcome Connector::check_tables() {
       }
     } else {
       snapshot_tables_.emplace_back(schema, table);
-    }
-    if (topic.size() > 249) {
-      reason_ = "table " + qualified + " maps to topic '" + topic +
-                "', longer than Kafka's 249 characters; set a shorter `topic` for it";
-      return fatal(ExitCode::kConfigError);
-    }
-    std::string clash_key = topic;  // Kafka treats '.' and '_' alike in topic names
-    std::replace(clash_key.begin(), clash_key.end(), '.', '_');
-    if (auto [it, inserted] = topics.emplace(clash_key, qualified); !inserted) {
-      reason_ = "tables " + it->second + " and " + qualified + " would both publish to topic '" +
-                topic +
-                "' (names are mapped to Kafka's [A-Za-z0-9._-], and Kafka treats '.' and '_' "
-                "alike); give one of them its own `topic`";
-      return fatal(ExitCode::kConfigError);
-    }
-    const char ident = m.replica_identity;
-    const bool has_pk = m.has_primary_key;
-    if (has_pk && ident == 'i' && tc.key_columns.empty() &&
-        std::set<std::string>(m.primary_key.begin(), m.primary_key.end()) !=
-            std::set<std::string>(m.replica_identity_key.begin(), m.replica_identity_key.end())) {
-      // Its INSERTs and UPDATEs carry the primary key, its DELETEs only the index's columns
-      // (shared/cases/BUG-10, CASE-05): no key serves every event. The user chooses.
-      std::string idx;
-      for (const auto& col : m.replica_identity_key) idx += (idx.empty() ? "" : ", ") + col;
-      reason_ = "table " + schema + "." + table +
-                " has a primary key but REPLICA IDENTITY USING INDEX on (" + idx +
-                "): its DELETEs carry only the index's columns, so no key fits all its events. "
-                "Set key_columns: [" +
-                idx +
-                "] for it (every event keyed by the index), or REPLICA IDENTITY DEFAULT or FULL";
-      return fatal(ExitCode::kConfigError);
-    }
-    if (ident == 'n' || (ident == 'i' && m.replica_identity_key.empty())) {
-      spdlog::warn(
-          "table {}.{} has REPLICA IDENTITY {}: wal2json drops its UPDATE and "
-          "DELETE changes without a trace. Set REPLICA IDENTITY DEFAULT (with a primary "
-          "key) or FULL",
-          schema, table, ident == 'n' ? "NOTHING" : "USING INDEX of an index that was dropped");
-    } else if (ident == 'd' && !has_pk) {
-      spdlog::warn(
-          "table {}.{} has REPLICA IDENTITY DEFAULT but no usable (non-deferrable) "
-          "primary key: wal2json drops its UPDATE and DELETE changes without a trace. "
-          "Add a primary key or set REPLICA IDENTITY FULL",
-          schema, table);
-    }
-    if (!has_pk && ident != 'i' && tc.key_columns.empty()) {
-      spdlog::warn(
-          "table {}.{} has no primary key: its events get a null key (no per-key order, no "
-          "compaction). Set key_columns for it",
-          schema, table);
     }
   }
   if (!filter_on_server) {

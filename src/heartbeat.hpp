@@ -1,13 +1,10 @@
 #pragma once
 
-#include <libpq-fe.h>
-
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <memory>
 #include <string>
 
+#include "pg_async.hpp"
 #include "walrelay/config/config.hpp"
 
 namespace walrelay {
@@ -19,8 +16,9 @@ namespace walrelay {
 /// PostgreSQL 15) flushed at its commit. `heartbeat.query` replaces it for managed services.
 /// The message is decoded like any other and never published (prefix `walrelay`).
 ///
-/// Its own ordinary libpq connection, driven without blocking on the executor (PQsendQuery and a
-/// watched socket); a failed heartbeat is logged once and retried at the next interval.
+/// Its own ordinary libpq connection, driven without blocking on the executor, connecting
+/// included (AsyncPgConnection); a failed heartbeat is logged once and retried at the next
+/// interval on a new connection.
 /// Not thread-safe: every call on the executor's thread.
 class Heartbeat {
  public:
@@ -38,17 +36,11 @@ class Heartbeat {
  private:
   void schedule();
   void fire();
-  void await_result();
-  void close();
   void report_failure(const std::string& what);
 
-  boost::asio::any_io_executor executor_;
-  std::string conninfo_;
-  std::string application_name_;
   config::HeartbeatConfig cfg_;
   std::string sql_;
-  PGconn* conn_ = nullptr;
-  std::unique_ptr<boost::asio::posix::stream_descriptor> socket_;
+  AsyncPgConnection conn_;
   boost::asio::steady_timer timer_;
   bool running_ = false;
   bool failing_ = false;  // the last heartbeat failed: log the next failure at debug only

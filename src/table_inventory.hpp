@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <expected>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,25 @@ struct SkippedRelation {
 using CatalogQuery =
     std::function<std::expected<std::vector<replication::ReplicationStream::Row>, std::string>(
         const std::string& sql)>;
+
+/// match_tables in steps, for a caller that runs the catalog queries itself (without blocking,
+/// say): one query per `tables` entry, answered in entry order.
+class TableMatcher {
+ public:
+  explicit TableMatcher(const config::Config& cfg);  ///< `cfg` must outlive the matcher
+  /// The SQL for `tables` entry `entry`.
+  [[nodiscard]] std::string query(std::size_t entry) const;
+  /// Its rows: adds to `matched`, `unmatched` and `skipped`.
+  void take(std::size_t entry, const std::vector<replication::ReplicationStream::Row>& rows);
+
+  std::vector<MatchedTable> matched;
+  std::vector<std::string> unmatched;
+  std::vector<SkippedRelation> skipped;
+
+ private:
+  const config::Config& cfg_;
+  std::set<std::string> seen_;  // a table several entries match is listed once
+};
 
 /// The tables (ordinary and partitioned, persistent, not partitions, outside pg_catalog,
 /// information_schema and pg_toast*) each `tables` entry's globs match, entries in configuration

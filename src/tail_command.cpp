@@ -90,7 +90,8 @@ ExitCode tail(const config::Config& cfg, bool from_slot, std::size_t max, std::o
                  created->first.to_string());
   }
   router::TypeRegistry types;
-  Catalog catalog(cfg.source.conninfo, "walrelay-tail-catalog-" + cfg.name, types);
+  Catalog catalog(io.get_executor(), cfg.source.conninfo, "walrelay-tail-catalog-" + cfg.name,
+                  types);
   if (auto connected = catalog.connect(); !connected) {
     spdlog::error("tail: catalog: {}", connected.error());
     return ExitCode::kRuntimeError;

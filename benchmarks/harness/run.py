@@ -27,6 +27,7 @@ import argparse
 import datetime
 import os
 import re
+import shlex
 import signal
 import statistics
 import subprocess
@@ -65,7 +66,10 @@ def run_walrelay_until(args, svc: Services, cfg: Path, slot: str, end_lsn: str,
     log = work / "walrelay.log"
     t0 = time.monotonic()
     with open(log, "w") as out:
-        proc = subprocess.Popen([str(args.walrelay), "run", "--config", str(cfg)], stdout=out,
+        # BENCH_WRAP, e.g. "perf record -g -o /tmp/w.perf": profile the run (the CPU and RSS
+        # figures are then the wrapper's).
+        proc = subprocess.Popen(shlex.split(os.environ.get("BENCH_WRAP", "")) +
+                                [str(args.walrelay), "run", "--config", str(cfg)], stdout=out,
                                 stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: confirmed_at_least(svc, slot, end_lsn), proc, args.timeout,

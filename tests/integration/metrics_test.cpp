@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -31,6 +32,57 @@ std::optional<std::string> sample(const std::string& text, const std::string& na
 }
 
 class MetricsTest : public IntegrationTest {};
+
+// The README's table of metrics (section "Metrics and health") names every metric /metrics
+// serves, with its type, and nothing else.
+TEST_F(MetricsTest, TheReadmeTableListsEveryMetricServedWithItsType) {
+  std::ifstream in(std::string(WALRELAY_FIXTURES_DIR) + "/../../README.md");
+  ASSERT_TRUE(in) << "README.md not found";
+  std::map<std::string, std::string> documented;  // name -> type
+  bool in_table = false;
+  const std::regex name_re("walrelay_[a-z0-9_]+");
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("| metric | type |")) {
+      in_table = true;
+      continue;
+    }
+    if (!in_table) continue;
+    if (!line.starts_with("|")) break;
+    if (line.starts_with("| ---")) continue;
+    // | `name{labels}`, `other` | type | meaning |
+    const auto first = line.find('|', 1);
+    const auto second = line.find('|', first + 1);
+    ASSERT_NE(second, std::string::npos) << line;
+    const std::string names = line.substr(1, first - 1);
+    std::string type = line.substr(first + 1, second - first - 1);
+    type.erase(0, type.find_first_not_of(' '));
+    type.erase(type.find_last_not_of(' ') + 1);
+    for (std::sregex_iterator it(names.begin(), names.end(), name_re), end; it != end; ++it) {
+      EXPECT_TRUE(documented.emplace(it->str(), type).second) << "listed twice: " << it->str();
+    }
+  }
+  ASSERT_FALSE(documented.empty()) << "no metrics table in README.md";
+
+  pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY)");
+  WalrelayProcess proc(make_config({{table("t")}}).to_yaml());
+  start_streaming(proc, name_);
+  pg_->exec("INSERT INTO " + table("t") + " VALUES (1)");  // a labelled series too
+  ASSERT_EQ(kafka_->read_at_least({topic("t")}, 1).size(), 1u);
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
+  const std::string text = http_get(*port, "/metrics").body;
+  std::map<std::string, std::string> served;  // from "# TYPE name type"
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("# TYPE ")) continue;
+    std::istringstream words(line.substr(7));
+    std::string name, type;
+    words >> name >> type;
+    served[name] = type;
+  }
+  EXPECT_EQ(documented, served) << text;
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+}
 
 TEST_F(MetricsTest, CountersMatchKafkaAndHealthFollowsTheSlot) {
   pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY, v text)");

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -1319,6 +1320,39 @@ TEST(ConfigFile, LoadsAFile) {
   std::remove(path.c_str());
   ASSERT_TRUE(result.config.has_value()) << dump(result.errors);
   EXPECT_EQ(result.config->name, "app");
+}
+
+// The configurations the repository ships load without errors: docker/walrelay.yaml (compose),
+// the Kubernetes ConfigMap's walrelay.yaml (deploy/kubernetes/configmap.yaml) and the demo's.
+TEST(ConfigFile, ShippedConfigurationsLoad) {
+  const std::string root = WALRELAY_SOURCE_DIR;
+  const EnvLookup env = env_of({{"WALRELAY_PG_PASSWORD", "secret"},
+                                {"DEMO_PG_CONNINFO", "host=db"},
+                                {"DEMO_STATE_DIR", "/tmp/x"},
+                                {"DEMO_KAFKA_BOOTSTRAP", "k:9092"}});
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  for (const char* file : {"/docker/walrelay.yaml", "/examples/demo.yaml"}) {
+    const LoadResult result = load_config_text(read(root + file), file, env);
+    EXPECT_TRUE(result.config.has_value()) << file << "\n" << dump(result.errors);
+  }
+  // The ConfigMap holds the file as a literal block under `walrelay.yaml: |`, indented by 4.
+  const std::string configmap = read(root + "/deploy/kubernetes/configmap.yaml");
+  const auto at = configmap.find("walrelay.yaml: |\n");
+  ASSERT_NE(at, std::string::npos);
+  std::string embedded;
+  std::istringstream lines(configmap.substr(at + 17));
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && !line.starts_with("    ")) break;
+    embedded += (line.size() >= 4 ? line.substr(4) : std::string()) + "\n";
+  }
+  const LoadResult result = load_config_text(embedded, "configmap.yaml", env);
+  ASSERT_TRUE(result.config.has_value()) << embedded << dump(result.errors);
+  EXPECT_EQ(result.config->metrics.listen, "0.0.0.0:9187");  // probes come from outside the pod
+  EXPECT_EQ(result.config->source.state_dir, "/var/lib/walrelay");  // the mounted volume
+  EXPECT_NE(result.config->source.conninfo.find("password='secret'"), std::string::npos);
 }
 
 TEST(ConfigSyntax, YamlSyntaxErrorIsOneErrorWithPosition) {

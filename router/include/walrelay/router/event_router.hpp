@@ -41,6 +41,13 @@ struct RouterSettings {
   config::EventsConfig events;
 };
 
+/// A catalog read that routing a change makes through the SchemaProvider (see lookup_needed).
+struct SchemaLookup {
+  std::string schema;
+  std::string table;
+  bool refresh = false;  ///< false: the table's first sight; true: its shape is read again
+};
+
 /// One row read by a snapshot, as the router needs to describe it in `source`.
 struct SnapshotRead {
   /// source.snapshot as Debezium 3 writes it: "first" (first record of the snapshot),
@@ -93,6 +100,14 @@ class EventRouter {
   /// any). Returns the records to publish (possibly none), or a MappingError naming the table,
   /// column and reason.
   std::expected<std::span<const Record>, MappingError> route(const decoder::Change& change);
+
+  /// The SchemaProvider call route(`change`) would make, so that a caller whose provider answers
+  /// asynchronously can load it first (then route() answers from the provider's cache): the
+  /// table on its first sight, or its shape again when the change's columns disagree with the
+  /// cached shape (or a partial UPDATE/DELETE is due a check, at most once a second per table).
+  /// nullopt: route() asks the provider nothing for it. No side effects; messages, BEGIN and
+  /// COMMIT never need a lookup.
+  std::optional<SchemaLookup> lookup_needed(const decoder::Change& change);
 
   /// Routes one row read by a snapshot: `row` is shaped like a wal2json INSERT (columns in
   /// attnum order with wal2json's value tokens, `pk` the key columns; `lsn` is the snapshot's
@@ -153,6 +168,11 @@ class EventRouter {
   Rule& rule_lookup(std::string_view schema, std::string_view table);  ///< rule_for's hash lookup
   Rule make_rule(std::string_view schema, std::string_view table);
   std::expected<void, MappingError> route_row(const decoder::Change& c, Rule& rule);
+  /// The change's columns disagree with the rule's cached shape (a column added, dropped, or the
+  /// name re-created).
+  [[nodiscard]] bool shape_mismatch(const decoder::Change& c, const Rule& rule) const;
+  /// route_row re-reads the shape for `c`: a mismatch, or a partial change due a check.
+  [[nodiscard]] bool shape_refresh_due(const decoder::Change& c, const Rule& rule) const;
   std::expected<void, MappingError> route_outbox_row(const decoder::Change& c, const Rule& rule);
   std::expected<void, MappingError> route_message(const decoder::Change& c);
   std::expected<void, MappingError> emit_outbox(const config::OutboxConfig& ob,

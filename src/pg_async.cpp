@@ -1,0 +1,273 @@
+#include "pg_async.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include "client_encoding.hpp"
+#include "replication/pg_notices.hpp"
+
+namespace walrelay {
+
+namespace asio = boost::asio;
+
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string error_of(PGconn* conn) {
+  return conn != nullptr ? trim(PQerrorMessage(conn)) : std::string("out of memory");
+}
+
+}  // namespace
+
+AsyncPgConnection::AsyncPgConnection(asio::any_io_executor executor, std::string conninfo,
+                                     std::string application_name,
+                                     std::chrono::milliseconds connect_timeout)
+    : executor_(std::move(executor)),
+      conninfo_(std::move(conninfo)),
+      application_name_(replication::fit_application_name(std::move(application_name))),
+      connect_timeout_(connect_timeout),
+      connect_timer_(executor_) {}
+
+AsyncPgConnection::~AsyncPgConnection() {
+  close();
+}
+
+bool AsyncPgConnection::busy() const {
+  return connecting_ || running_ || !queue_.empty();
+}
+
+void AsyncPgConnection::drop_connection() {
+  ++generation_;
+  connect_timer_.cancel();
+  if (socket_) {
+    boost::system::error_code ec;
+    socket_->cancel(ec);
+    socket_->release();  // libpq owns the descriptor
+    socket_.reset();
+  }
+  if (conn_ != nullptr) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+  }
+  connecting_ = false;
+  running_ = false;
+}
+
+void AsyncPgConnection::close() {
+  drop_connection();
+  queue_.clear();
+}
+
+void AsyncPgConnection::query(std::string sql, std::vector<std::string> params, Done done) {
+  queue_.push_back(Pending{std::move(sql), std::move(params), std::move(done)});
+  pump();
+}
+
+void AsyncPgConnection::pump() {
+  if (connecting_ || running_ || queue_.empty()) return;
+  if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
+    start_connect();
+    return;
+  }
+  send_front();
+}
+
+void AsyncPgConnection::fail(const std::string& error) {
+  // While connecting every queued query fails (none can run); otherwise the running one.
+  std::deque<Pending> failed;
+  if (connecting_) {
+    failed.swap(queue_);
+  } else if (running_ && !queue_.empty()) {
+    failed.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  drop_connection();
+  for (auto& p : failed) {
+    asio::post(executor_, [alive = std::weak_ptr<int>(alive_), done = std::move(p.done), error] {
+      if (!alive.expired()) done(std::unexpected(error));
+    });
+  }
+  // The rest connects again, after the callbacks above (they may close or queue more).
+  asio::post(executor_, [this, alive = std::weak_ptr<int>(alive_)] {
+    if (!alive.expired()) pump();
+  });
+}
+
+void AsyncPgConnection::start_connect() {
+  drop_connection();
+  const char* keywords[] = {"dbname", "application_name", nullptr};
+  const char* values[] = {conninfo_.c_str(), application_name_.c_str(), nullptr};
+  conn_ = PQconnectStartParams(keywords, values, /*expand_dbname=*/1);
+  connecting_ = true;
+  if (conn_ == nullptr || PQstatus(conn_) == CONNECTION_BAD) {
+    fail(error_of(conn_));
+    return;
+  }
+  replication::route_notices_to_log(conn_);
+  // libpq's connect_timeout is not applied to PQconnectPoll: the caller bounds the attempt.
+  connect_timer_.expires_after(connect_timeout_);
+  connect_timer_.async_wait([this, alive = std::weak_ptr<int>(alive_),
+                             gen = generation_](const boost::system::error_code& ec) {
+    if (ec || alive.expired() || gen != generation_ || !connecting_) return;
+    fail("timeout expired while connecting");
+  });
+  // Before the first PQconnectPoll, behave as if it had returned PGRES_POLLING_WRITING.
+  poll_connect(PGRES_POLLING_WRITING);
+}
+
+void AsyncPgConnection::poll_connect(PostgresPollingStatusType last) {
+  switch (last) {
+    case PGRES_POLLING_READING:
+    case PGRES_POLLING_WRITING:
+      // libpq may have closed its socket and opened another (another host or address, an SSL
+      // fallback), possibly under the same number: watch the descriptor anew at every step.
+      if (socket_) {
+        boost::system::error_code ec;
+        socket_->cancel(ec);
+        socket_->release();
+        socket_.reset();
+      }
+      wait(last == PGRES_POLLING_WRITING, [this] { poll_connect(PQconnectPoll(conn_)); });
+      return;
+    case PGRES_POLLING_OK: {
+      connecting_ = false;
+      connect_timer_.cancel();
+      PQsetnonblocking(conn_, 1);
+      if (std::string set = walrelay_client_encoding_sql(conn_); !set.empty()) {
+        // Runs before anything queued; a refusal fails the connection (and what waits for it).
+        queue_.push_front(Pending{std::move(set), {}, [this](const Result& r) {
+                                    if (!r) {
+                                      connecting_ = true;  // fail every queued query
+                                      fail("cannot set client_encoding: " + r.error());
+                                    }
+                                  }});
+      }
+      pump();
+      return;
+    }
+    default:
+      fail(error_of(conn_));
+      return;
+  }
+}
+
+void AsyncPgConnection::wait(bool for_write, std::function<void()> then) {
+  const int fd = PQsocket(conn_);
+  if (fd < 0) {
+    fail(error_of(conn_));
+    return;
+  }
+  if (!socket_ || socket_->native_handle() != fd) {
+    if (socket_) {
+      boost::system::error_code ec;
+      socket_->cancel(ec);
+      socket_->release();
+    }
+    socket_ = std::make_unique<asio::posix::stream_descriptor>(executor_, fd);
+  }
+  socket_->async_wait(for_write ? asio::posix::stream_descriptor::wait_write
+                                : asio::posix::stream_descriptor::wait_read,
+                      [this, alive = std::weak_ptr<int>(alive_), gen = generation_,
+                       then = std::move(then)](const boost::system::error_code& ec) {
+                        if (alive.expired() || gen != generation_) return;
+                        if (ec) {
+                          if (ec != asio::error::operation_aborted) fail(ec.message());
+                          return;
+                        }
+                        then();
+                      });
+}
+
+void AsyncPgConnection::send_front() {
+  const Pending& p = queue_.front();
+  rows_.clear();
+  error_.clear();
+  int sent = 0;
+  if (p.params.empty()) {
+    sent = PQsendQuery(conn_, p.sql.c_str());
+  } else {
+    std::vector<const char*> values;
+    values.reserve(p.params.size());
+    for (const auto& v : p.params) values.push_back(v.c_str());
+    sent = PQsendQueryParams(conn_, p.sql.c_str(), static_cast<int>(values.size()), nullptr,
+                             values.data(), nullptr, nullptr, 0);
+  }
+  running_ = true;
+  if (sent == 0) {
+    fail(error_of(conn_));
+    return;
+  }
+  flush_then_read();
+}
+
+void AsyncPgConnection::flush_then_read() {
+  const int r = PQflush(conn_);
+  if (r == -1) {
+    fail(error_of(conn_));
+    return;
+  }
+  if (r == 1) {  // the socket's buffer is full: wait until it takes more
+    wait(true, [this] { flush_then_read(); });
+    return;
+  }
+  wait(false, [this] { read_result(); });
+}
+
+void AsyncPgConnection::read_result() {
+  if (PQconsumeInput(conn_) == 0) {
+    fail(error_of(conn_));
+    return;
+  }
+  // PQgetResult blocks while the next result has not arrived (libpq docs §34.4): take results
+  // only while PQisBusy says one is complete; a simple query of several statements has several.
+  while (true) {
+    if (PQisBusy(conn_) != 0) {
+      wait(false, [this] { read_result(); });
+      return;
+    }
+    PGresult* res = PQgetResult(conn_);
+    if (res == nullptr) break;  // the query is complete
+    const auto st = PQresultStatus(res);
+    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+      rows_.clear();
+      const int n = PQntuples(res);
+      const int cols = PQnfields(res);
+      rows_.reserve(static_cast<std::size_t>(n));
+      for (int i = 0; i < n; ++i) {
+        auto& row = rows_.emplace_back();
+        row.reserve(static_cast<std::size_t>(cols));
+        for (int c = 0; c < cols; ++c) {
+          row.push_back(PQgetisnull(res, i, c) != 0
+                            ? std::nullopt
+                            : std::optional<std::string>(PQgetvalue(res, i, c)));
+        }
+      }
+    } else if (error_.empty()) {
+      error_ = trim(PQresultErrorMessage(res));
+      if (error_.empty()) error_ = PQresStatus(st);
+    }
+    PQclear(res);
+  }
+  Rows rows = std::move(rows_);
+  std::string error = std::move(error_);
+  rows_.clear();
+  error_.clear();
+  Pending done = std::move(queue_.front());
+  queue_.pop_front();
+  running_ = false;
+  Result result = error.empty() ? Result(std::move(rows)) : std::unexpected(std::move(error));
+  asio::post(executor_, [alive = std::weak_ptr<int>(alive_), done = std::move(done.done),
+                         result = std::move(result)]() mutable {
+    if (!alive.expired()) done(std::move(result));
+  });
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    fail(error_of(conn_));  // nothing runs now: only closes; the next query connects again
+    return;
+  }
+  pump();
+}
+
+}  // namespace walrelay

@@ -1,0 +1,143 @@
+// Issue 10, "Event loop hygiene": a catalog lookup (a table seen for the first time) is a query on
+// walrelay's catalog connection. While it waits on the server, the event loop must keep serving
+// delivery reports and standby status updates: the changes before it are acknowledged and
+// confirmed, the changes after it wait for it (their order is kept), and nothing is confirmed
+// past it.
+//
+// The lookup is made slow deterministically: another session holds an ACCESS EXCLUSIVE lock on
+// pg_catalog.pg_namespace (the lookup's first query joins it), and the test checks in
+// pg_stat_activity that walrelay's catalog session is waiting on that lock before it asserts.
+// No timed assertion: only progress (confirmed_flush_lsn, records in Kafka) under generous bounds.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "harness.hpp"
+
+namespace walrelay::itest {
+namespace {
+
+// `a` > `b` as LSNs (`X/Y` text), compared by the server.
+bool lsn_after(Pg& pg, const std::string& a, const std::string& b) {
+  return pg.value("SELECT (" + sql_literal(a) + "::pg_lsn > " + sql_literal(b) +
+                  "::pg_lsn)::text") == "true";
+}
+
+class CatalogLookupTest : public IntegrationTest {
+ protected:
+  // The change that needs the lookup is an INSERT into `fresh`: with `refresh` false the table
+  // appears after start-up (its first sight), with `refresh` true it was known at start-up and
+  // has a column added since (its shape is read again).
+  void blocked_lookup_does_not_hold_up_earlier_changes(bool refresh);
+};
+
+void CatalogLookupTest::blocked_lookup_does_not_hold_up_earlier_changes(bool refresh) {
+  pg_->exec("CREATE TABLE " + table("known") + " (id int PRIMARY KEY, v text)");
+  if (refresh) pg_->exec("CREATE TABLE " + table("fresh") + " (id int PRIMARY KEY)");
+  auto cfg = make_config({{table("*")}});
+  cfg.status_interval = "200ms";
+  // No heartbeat: nothing else should be in the stream after the blocked change.
+  cfg.extra_yaml = "heartbeat:\n  enabled: false\n";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  pg_->exec("INSERT INTO " + table("known") + " VALUES (0, 'warm-up')");
+  ASSERT_EQ(kafka_->read_at_least({topic("known")}, 1).size(), 1u) << proc.logs();
+
+  if (refresh) {
+    pg_->exec("ALTER TABLE " + table("fresh") + " ADD COLUMN extra int");
+  } else {
+    pg_->exec("CREATE TABLE " + table("fresh") + " (id int PRIMARY KEY)");
+  }
+  Pg writer(env_.pg_conninfo);
+  writer.exec("SELECT count(*) FROM " + table("known") + ", " + table("fresh"));  // warm caches
+  // Every session the test uses while the lock is held has resolved its names before (a name
+  // lookup that misses the session's cache reads pg_namespace and would wait too).
+  const std::string waiting_lookups =
+      "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = left(" +
+      sql_literal("walrelay-catalog-" + name_) + ", 63) AND wait_event_type = 'Lock'";
+  Pg observer(env_.pg_conninfo);
+  ASSERT_EQ(observer.value(waiting_lookups), "0");
+  (void)lsn_after(*pg_, "0/1", "0/0");
+  (void)slot_state(*pg_, name_);
+  Pg locker(env_.pg_conninfo);  // a superuser in the test database (pg_namespace is per database)
+  locker.exec("BEGIN");
+  locker.exec("LOCK TABLE pg_catalog.pg_namespace IN ACCESS EXCLUSIVE MODE");
+
+  const std::string before = writer.value("SELECT pg_current_wal_insert_lsn()::text");
+  writer.exec("INSERT INTO " + table("known") +
+              " SELECT g, 'earlier' FROM generate_series(1, 20) g");
+  // Other tests' WAL may follow, and be confirmed as idle WAL: the bound is where `fresh` starts.
+  const std::string before_fresh = writer.value("SELECT pg_current_wal_insert_lsn()::text");
+  writer.exec("INSERT INTO " + table("fresh") + (refresh ? " VALUES (1, 7)" : " VALUES (1)"));
+  writer.exec("INSERT INTO " + table("known") + " VALUES (100, 'later')");
+
+  // walrelay's catalog session waits on the lock: the lookup is in progress.
+  ASSERT_TRUE(wait_until([&] { return observer.value(waiting_lookups) == "1"; }, 30s))
+      << "the catalog lookup never waited on the lock\n"
+      << proc.logs();
+
+  // While it waits, the earlier transaction is delivered and confirmed to the server.
+  auto known = kafka_->read_at_least({topic("known")}, 21, 30s);
+  EXPECT_EQ(known.size(), 21u) << describe(known) << proc.logs();
+  std::string confirmed;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto s = slot_state(*pg_, name_);
+        confirmed = s && s->confirmed_flush_lsn ? *s->confirmed_flush_lsn : "0/0";
+        return lsn_after(*pg_, confirmed, before);
+      },
+      30s))
+      << "confirmed_flush_lsn " << confirmed << " did not move past " << before
+      << " while the lookup was blocked\n"
+      << proc.logs();
+  // Nothing past the change that waits for its lookup: the later change is not published, and
+  // the slot is not confirmed past the transaction of `fresh`.
+  EXPECT_FALSE(lsn_after(*pg_, confirmed, before_fresh)) << confirmed << " vs " << before_fresh;
+  // Still waiting (the assertions above ran while the lock was held).
+  EXPECT_EQ(observer.value(waiting_lookups), "1");
+  EXPECT_EQ(kafka_->read_all({topic("fresh")}).size(), 0u);
+  // The wait is visible: walrelay_catalog_lookup_waiting 1, and no backpressure.
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
+  const std::string metrics = http_get(*port, "/metrics").body;
+  EXPECT_NE(metrics.find("\nwalrelay_catalog_lookup_waiting 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\nwalrelay_backpressure_paused 0\n"), std::string::npos) << metrics;
+
+  locker.exec("COMMIT");
+  // The lookup completes: `fresh` and then the later change arrive, in order.
+  auto fresh = kafka_->read_at_least({topic("fresh")}, 1, 30s);
+  ASSERT_EQ(fresh.size(), 1u) << proc.logs();
+  EXPECT_EQ(json_at(*fresh[0].value, "/after/id"), "1");
+  if (refresh) {
+    EXPECT_EQ(json_at(*fresh[0].value, "/after/extra"), "7");
+  }
+  known = kafka_->read_at_least({topic("known")}, 22, 30s);
+  ASSERT_EQ(known.size(), 22u) << describe(known);
+  bool later = false;
+  for (const auto& r : known) later = later || json_at(*r.value, "/after/id") == "100";
+  EXPECT_TRUE(later) << describe(known);
+  // And the slot is confirmed past it all.
+  const std::string end = writer.value("SELECT pg_current_wal_insert_lsn()::text");
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto s = slot_state(*pg_, name_);
+        return s && s->confirmed_flush_lsn && !lsn_after(*pg_, end, *s->confirmed_flush_lsn);
+      },
+      30s))
+      << proc.logs();
+  EXPECT_NE(http_get(*port, "/metrics").body.find("\nwalrelay_catalog_lookup_waiting 0\n"),
+            std::string::npos);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+}
+
+TEST_F(CatalogLookupTest, ABlockedFirstLookupDoesNotHoldUpAcknowledgementsOfEarlierChanges) {
+  blocked_lookup_does_not_hold_up_earlier_changes(false);
+}
+
+TEST_F(CatalogLookupTest, ABlockedShapeRefreshDoesNotHoldUpAcknowledgementsOfEarlierChanges) {
+  blocked_lookup_does_not_hold_up_earlier_changes(true);
+}
+
+}  // namespace
+}  // namespace walrelay::itest

@@ -1,0 +1,143 @@
+// AsyncPgConnection (src/pg_async.hpp), which the heartbeat and the catalog's lookups use while
+// walrelay streams: connecting and querying never hold up the event loop, a connection that
+// cannot be made fails within its bound, and the next query after a lost connection connects
+// again. The loop's progress is a timer ticking on the same io_context.
+
+#include "pg_async.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "harness.hpp"
+
+namespace walrelay::itest {
+namespace {
+
+namespace asio = boost::asio;
+
+// Counts ticks of a 10 ms timer while the io_context runs.
+struct Ticker {
+  explicit Ticker(asio::io_context& io) : timer(io) { arm(); }
+  void arm() {
+    timer.expires_after(10ms);
+    timer.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      ++ticks;
+      arm();
+    });
+  }
+  asio::steady_timer timer;
+  int ticks = 0;
+};
+
+// Runs `io` until `done` or `limit` passes.
+void run_until(asio::io_context& io, const std::function<bool()>& done,
+               std::chrono::milliseconds limit = 30s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done() && std::chrono::steady_clock::now() < end) io.run_for(20ms);
+}
+
+class PgAsyncTest : public IntegrationTest {};
+
+TEST_F(PgAsyncTest, AQueryThatWaitsDoesNotHoldUpTheLoop) {
+  asio::io_context io;
+  Ticker ticker(io);
+  AsyncPgConnection conn(io.get_executor(), env_.pg_conninfo, "walrelay-pg-async-" + name_);
+  std::optional<AsyncPgConnection::Result> result;
+  conn.query("SELECT pg_sleep(0.5), $1::text", {"x"},
+             [&](AsyncPgConnection::Result r) { result = std::move(r); });
+  EXPECT_TRUE(conn.busy());
+  run_until(io, [&] { return result.has_value(); });
+  ASSERT_TRUE(result.has_value());
+  ASSERT_TRUE(*result) << result->error();
+  ASSERT_EQ((*result)->size(), 1u);
+  EXPECT_EQ((**result)[0][1], "x");
+  // Connecting and the half-second sleep took at least 500 ms; the loop ticked throughout (a
+  // blocked loop would tick about once).
+  EXPECT_GT(ticker.ticks, 10);
+  EXPECT_FALSE(conn.busy());
+
+  // Queries run in order; an error is the server's message.
+  std::vector<std::string> order;
+  conn.query("SELECT 1/0", {},
+             [&](const AsyncPgConnection::Result& r) { order.push_back(r ? "ok" : r.error()); });
+  conn.query("SELECT 'second'", {}, [&](const AsyncPgConnection::Result& r) {
+    order.push_back(r ? (*r)[0][0].value_or("") : r.error());
+  });
+  run_until(io, [&] { return order.size() == 2; });
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_NE(order[0].find("division by zero"), std::string::npos) << order[0];
+  EXPECT_EQ(order[1], "second");
+
+  // A simple query of several statements: its results arrive apart (the sleep between them);
+  // the last one's rows are the answer, and the loop keeps ticking meanwhile.
+  std::optional<AsyncPgConnection::Result> several;
+  const int ticks_before = ticker.ticks;
+  conn.query("SELECT 'first'; SELECT pg_sleep(0.5); SELECT 'last'", {},
+             [&](AsyncPgConnection::Result r) { several = std::move(r); });
+  run_until(io, [&] { return several.has_value(); });
+  ASSERT_TRUE(several.has_value());
+  ASSERT_TRUE(*several) << several->error();
+  ASSERT_EQ((*several)->size(), 1u);
+  EXPECT_EQ((**several)[0][0], "last");
+  EXPECT_GT(ticker.ticks - ticks_before, 10);
+
+  // The connection is lost: that query fails, the next one connects again.
+  // (application_name is cut to 63 bytes; the second argument waits for the backend to exit)
+  EXPECT_EQ(pg_->value("SELECT count(pg_terminate_backend(pid, 10000))::text FROM "
+                       "pg_stat_activity WHERE application_name = left(" +
+                       sql_literal("walrelay-pg-async-" + name_) + ", 63)"),
+            "1");
+  std::optional<AsyncPgConnection::Result> lost, again;
+  conn.query("SELECT 1", {}, [&](AsyncPgConnection::Result r) { lost = std::move(r); });
+  run_until(io, [&] { return lost.has_value(); });
+  ASSERT_TRUE(lost.has_value());
+  EXPECT_FALSE(*lost);
+  conn.query("SELECT 'back'", {}, [&](AsyncPgConnection::Result r) { again = std::move(r); });
+  run_until(io, [&] { return again.has_value(); });
+  ASSERT_TRUE(again.has_value());
+  ASSERT_TRUE(*again) << again->error();
+  EXPECT_EQ((**again)[0][0], "back");
+}
+
+// A server that accepts the TCP connection and never answers (a hung host, a full listen queue):
+// connecting fails after connect_timeout, and the loop ticks meanwhile.
+TEST_F(PgAsyncTest, AConnectionThatNeverAnswersFailsWithinItsBound) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(ntohs(addr.sin_port)) +
+                               " dbname=x user=x sslmode=disable";
+
+  asio::io_context io;
+  Ticker ticker(io);
+  AsyncPgConnection conn(io.get_executor(), conninfo, "walrelay-pg-async-silent", 500ms);
+  std::optional<AsyncPgConnection::Result> result;
+  conn.query("SELECT 1", {}, [&](AsyncPgConnection::Result r) { result = std::move(r); });
+  run_until(io, [&] { return result.has_value(); });
+  ::close(listener);
+  ASSERT_TRUE(result.has_value()) << "connecting was never given up";
+  ASSERT_FALSE(*result);
+  EXPECT_NE(result->error().find("timeout expired while connecting"), std::string::npos)
+      << result->error();
+  EXPECT_GT(ticker.ticks, 10);
+}
+
+}  // namespace
+}  // namespace walrelay::itest

@@ -1,0 +1,169 @@
+// Issue 10: `walrelay check` runs every check `run` runs before it creates a slot, through the
+// same functions (config loading; preflight.hpp for the tables), so the two agree: the same exit
+// code, and check's FAIL line is run's error, naming the same key or table. Each configuration
+// below is given to both commands.
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace walrelay::itest {
+namespace {
+
+class PreflightTest : public IntegrationTest {
+ protected:
+  struct Outcome {
+    int rc = 0;
+    std::string out;  // check: stdout; run: stderr
+  };
+
+  Outcome check(const std::string& yaml, const std::string& label) {
+    WalrelayProcess proc(yaml, "walrelay check (" + label + ")");
+    proc.start({"check", "--config", proc.config_path().string()});
+    Outcome o;
+    o.rc = proc.wait_exit(60s);
+    o.out = proc.stdout_text() + proc.stderr_text();
+    return o;
+  }
+
+  Outcome run(const std::string& yaml, const std::string& label) {
+    WalrelayProcess proc(yaml, "walrelay run (" + label + ")");
+    proc.start();
+    Outcome o;
+    o.rc = proc.wait_exit(60s);
+    if (o.rc == WalrelayProcess::kTimedOut) o.rc = -1;
+    o.out = proc.stderr_text();
+    return o;
+  }
+
+  // Both commands on `yaml`: run exits `rc` (2: refused, naming `subject`), and check agrees.
+  void expect_agreement(const std::string& label, const std::string& yaml, int rc,
+                        const std::string& subject) {
+    SCOPED_TRACE(label);
+    const Outcome r = run(yaml, label);
+    const Outcome c = check(yaml, label);
+    EXPECT_EQ(r.rc, rc) << r.out;
+    EXPECT_EQ(c.rc, r.rc) << "check:\n" << c.out << "\nrun:\n" << r.out;
+    EXPECT_NE(r.out.find(subject), std::string::npos) << r.out;
+    EXPECT_NE(c.out.find(subject), std::string::npos) << c.out;
+    // run's reason, as check prints it.
+    const auto at = r.out.find(" error ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const std::string reason = r.out.substr(at + 7, r.out.find('\n', at) - at - 7);
+    EXPECT_NE(c.out.find("FAIL: " + reason), std::string::npos)
+        << "check does not print run's reason '" << reason << "':\n"
+        << c.out;
+    EXPECT_FALSE(slot_state(*pg_, name_).has_value()) << "a refused configuration left a slot";
+  }
+
+  // The lines of `text` that start with two spaces (a config error's "  key: reason").
+  static std::string error_lines(const std::string& text) {
+    std::string out;
+    std::size_t at = 0;
+    while (at < text.size()) {
+      const auto end = text.find('\n', at);
+      const std::string line = text.substr(at, end == std::string::npos ? end : end - at);
+      if (line.starts_with("  ")) out += line + "\n";
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    return out;
+  }
+
+  // Inserts `lines` right after the line `section` (e.g. "source:\n") of `yaml`.
+  static std::string insert_after(std::string yaml, const std::string& section,
+                                  const std::string& lines) {
+    const auto at = yaml.find(section);
+    if (at == std::string::npos) return yaml + section + lines;
+    return yaml.insert(at + section.size(), lines);
+  }
+};
+
+// Invalid configurations (from the config test suite, tests/unit/config_test.cpp): both commands
+// load the file with the same function and exit 2 with the same lines naming the key.
+TEST_F(PreflightTest, InvalidConfigurationsAreRefusedAlikeNamingTheKey) {
+  pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY)");
+  const std::string base = make_config({{table("t")}}).to_yaml();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"source.status_interval_x", insert_after(base, "source:\n", "  status_interval_x: 1s\n")},
+      {"kafka.max_in_flight_events", insert_after(base, "kafka:\n", "  max_in_flight_events: 0\n")},
+      {"events.value_format", base + "events:\n  value_format: avro\n"},
+      {"kafak", base + "kafak: {}\n"},
+      {"source.create_slot", insert_after(base, "source:\n", "  create_slot: maybe\n")},
+      {"tables[0].name", insert_after(base, "tables:\n", "  - name: nodot\n")},
+  };
+  for (const auto& [key, yaml] : cases) {
+    SCOPED_TRACE(key);
+    const Outcome r = run(yaml, key);
+    const Outcome c = check(yaml, key);
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_EQ(c.rc, 2) << c.out;
+    EXPECT_NE(r.out.find("  " + key + ": "), std::string::npos) << r.out;
+    EXPECT_EQ(error_lines(c.out), error_lines(r.out)) << c.out << "\n" << r.out;
+  }
+}
+
+// The table rules (preflight.hpp), each on its own configuration; then a configuration both
+// accept.
+TEST_F(PreflightTest, TableRulesAreAppliedAlikeByCheckAndRun) {
+  pg_->exec("CREATE TABLE " + table("ri") + " (id int PRIMARY KEY, ext int NOT NULL)");
+  pg_->exec("CREATE UNIQUE INDEX " + name_ + "_ri_ext ON " + table("ri") + " (ext)");
+  pg_->exec("ALTER TABLE " + table("ri") + " REPLICA IDENTITY USING INDEX " + name_ + "_ri_ext");
+  pg_->exec("CREATE TABLE " + table("ob") + " (id uuid PRIMARY KEY, aggregateid text)");
+  pg_->exec("CREATE TABLE " + table("a_b") + " (id int PRIMARY KEY)");
+  pg_->exec("CREATE TABLE \"" + name_ + "\".\"a.b\" (id int PRIMARY KEY)");
+  pg_->exec("CREATE VIEW " + table("v") + " AS SELECT 1 AS x");
+  pg_->exec("CREATE TABLE " + table("plain") + " (id int PRIMARY KEY)");
+
+  expect_agreement("primary key and REPLICA IDENTITY USING INDEX",
+                   make_config({{table("ri")}}).to_yaml(), 2, table("ri"));
+  expect_agreement("outbox without a configured column",
+                   make_config({{table("ob"), {"topic: \"x.{aggregate_type}\""}}}).to_yaml(), 2,
+                   table("ob"));
+  expect_agreement("two tables on one topic", make_config({{table("a*")}}).to_yaml(), 2,
+                   table("a_b"));
+  expect_agreement("a view named in tables", make_config({{table("v")}}).to_yaml(), 2, table("v"));
+  {
+    auto cfg = make_config({{table("plain")}});
+    std::string yaml = cfg.to_yaml();
+    yaml = insert_after(yaml, "  - name: \"" + table("plain") + "\"\n",
+                        "    topic: \"" + std::string(250, 'x') + "\"\n");
+    expect_agreement("a topic longer than 249 characters", yaml, 2, table("plain"));
+  }
+  // key_columns resolves the REPLICA IDENTITY rule: both accept.
+  {
+    std::string yaml = make_config({{table("ri")}, {table("plain")}}).to_yaml();
+    yaml = insert_after(yaml, "  - name: \"" + table("ri") + "\"\n", "    key_columns: [ext]\n");
+    const Outcome c = check(yaml, "accepted");
+    EXPECT_EQ(c.rc, 0) << c.out;
+    WalrelayProcess proc(yaml, "walrelay run (accepted)");
+    start_streaming(proc, name_);
+    ASSERT_TRUE(stop_gracefully(proc, name_));
+  }
+}
+
+// The slot rules (preflight.hpp): a slot walrelay streamed that is gone (exit 5), and a missing
+// slot walrelay may not create (exit 1).
+TEST_F(PreflightTest, SlotRulesAreAppliedAlikeByCheckAndRun) {
+  pg_->exec("CREATE TABLE " + table("plain") + " (id int PRIMARY KEY)");
+  const auto cfg = make_config({{table("plain")}});
+  {
+    WalrelayProcess first(cfg.to_yaml(), "walrelay run (first)");
+    start_streaming(first, name_);
+    ASSERT_TRUE(stop_gracefully(first, name_));
+  }
+  drop_slot_quietly(*pg_, name_);
+  expect_agreement("a dropped slot walrelay streamed", cfg.to_yaml(), 5,
+                   "replication slot '" + name_ + "' no longer exists");
+  auto other = cfg;
+  other.slot = name_ + "_x";
+  std::string yaml = other.to_yaml();
+  yaml.replace(yaml.find("create_slot: true"), 17, "create_slot: false");
+  expect_agreement("create_slot false", yaml, 1, "source.create_slot is false");
+}
+
+}  // namespace
+}  // namespace walrelay::itest

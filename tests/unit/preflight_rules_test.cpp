@@ -1,0 +1,125 @@
+// The server and slot rules of preflight.hpp, which `run` and `check` both apply before streaming.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "preflight.hpp"
+
+namespace walrelay {
+namespace {
+
+using namespace std::chrono_literals;
+
+config::Config config_with(bool create_slot, bool allow_reset) {
+  config::Config cfg;
+  cfg.source.slot = "s";
+  cfg.source.create_slot = create_slot;
+  cfg.source.allow_slot_reset = allow_reset;
+  return cfg;
+}
+
+SlotRecord record(std::string system, std::uint32_t timeline, Lsn confirmed) {
+  SlotRecord r;
+  r.system_id = std::move(system);
+  r.timeline = timeline;
+  r.slot = "s";
+  r.confirmed = confirmed;
+  return r;
+}
+
+replication::SystemInfo server(std::string system, std::uint32_t timeline) {
+  replication::SystemInfo s;
+  s.system_id = std::move(system);
+  s.timeline = timeline;
+  s.dbname = "app";
+  return s;
+}
+
+TEST(PreflightRules, WalLevelMustBeLogical) {
+  EXPECT_FALSE(check_wal_level("logical"));
+  const auto refused = check_wal_level("replica");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->code, ExitCode::kRuntimeError);
+  EXPECT_NE(refused->message.find("wal_level is 'replica'"), std::string::npos);
+}
+
+TEST(PreflightRules, StatusIntervalStaysWellBelowWalSenderTimeout) {
+  EXPECT_EQ(parse_pg_duration("1min"), 60s);
+  EXPECT_EQ(parse_pg_duration("500ms"), 500ms);
+  EXPECT_EQ(parse_pg_duration("0"), 0ms);
+  EXPECT_EQ(parse_pg_duration("2h"), 2h);
+  auto kept = status_interval_for(10s, 60s);
+  EXPECT_EQ(kept.interval, 10s);
+  EXPECT_TRUE(kept.warning.empty());
+  EXPECT_EQ(status_interval_for(10s, 0ms).interval, 10s);  // timeout off
+  auto shortened = status_interval_for(10s, 15s);
+  EXPECT_EQ(shortened.interval, 5s);
+  EXPECT_NE(shortened.warning.find("every 5000 ms"), std::string::npos) << shortened.warning;
+  EXPECT_EQ(status_interval_for(10s, 150ms).interval, 100ms);  // never below 100 ms
+}
+
+TEST(PreflightRules, TheSlotRecordMustFitTheServer) {
+  const Lsn confirmed = Lsn::parse("0/3000000").value();
+  const auto rec = record("111", 1, confirmed);
+  EXPECT_FALSE(check_slot_record(std::nullopt, false, server("222", 1), std::nullopt));
+  EXPECT_FALSE(check_slot_record(rec, false, server("111", 1), std::nullopt));
+  // Another cluster.
+  auto other = check_slot_record(rec, false, server("222", 1), std::nullopt);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->code, ExitCode::kSlotLost);
+  EXPECT_NE(other->message.find("Last safe LSN: 0/3000000"), std::string::npos);
+  EXPECT_FALSE(check_slot_record(rec, true, server("222", 1), std::nullopt));  // reset allowed
+  // A failover: the old timeline forked after what walrelay confirmed (fine), before it (lost),
+  // or is not in the new timeline's history (lost).
+  EXPECT_FALSE(check_slot_record(rec, false, server("111", 2), Lsn::parse("0/4000000").value()));
+  auto past = check_slot_record(rec, false, server("111", 2), Lsn::parse("0/2000000").value());
+  ASSERT_TRUE(past);
+  EXPECT_EQ(past->code, ExitCode::kSlotLost);
+  EXPECT_NE(past->message.find("Last safe LSN: 0/2000000"), std::string::npos);
+  auto unknown = check_slot_record(rec, false, server("111", 2), std::nullopt);
+  ASSERT_TRUE(unknown);
+  EXPECT_NE(unknown->message.find("is not in its history"), std::string::npos);
+}
+
+TEST(PreflightRules, TheSlotMustBeUsable) {
+  const auto rec = record("111", 1, Lsn::parse("0/3000000").value());
+  // Missing: created, unless walrelay streamed it before or may not create it.
+  EXPECT_FALSE(check_slot(std::nullopt, std::nullopt, false, config_with(true, false), "app"));
+  auto gone = check_slot(std::nullopt, rec, false, config_with(true, false), "app");
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->code, ExitCode::kSlotLost);
+  EXPECT_FALSE(check_slot(std::nullopt, rec, true, config_with(true, true), "app"));
+  auto no_create = check_slot(std::nullopt, std::nullopt, false, config_with(false, false), "app");
+  ASSERT_TRUE(no_create);
+  EXPECT_EQ(no_create->code, ExitCode::kRuntimeError);
+  // Present: a logical wal2json slot of this database that is not lost.
+  replication::SlotInfo s;
+  s.plugin = "wal2json";
+  s.slot_type = "logical";
+  s.database = "app";
+  s.wal_status = "reserved";
+  EXPECT_FALSE(check_slot(s, rec, false, config_with(true, false), "app"));
+  auto other_db = check_slot(s, rec, false, config_with(true, false), "billing");
+  ASSERT_TRUE(other_db);
+  EXPECT_EQ(other_db->code, ExitCode::kRuntimeError);
+  s.plugin = "pgoutput";
+  ASSERT_TRUE(check_slot(s, rec, false, config_with(true, false), "app"));
+  s.plugin = "wal2json";
+  s.wal_status = "lost";
+  auto lost = check_slot(s, rec, false, config_with(true, false), "app");
+  ASSERT_TRUE(lost);
+  EXPECT_EQ(lost->code, ExitCode::kSlotLost);
+}
+
+TEST(PreflightRules, AllowSlotResetCountsOnce) {
+  auto rec = record("111", 1, Lsn{});
+  EXPECT_TRUE(slot_reset_allowed(config_with(true, true), std::nullopt));
+  EXPECT_TRUE(slot_reset_allowed(config_with(true, true), rec));
+  rec.reset_used = true;
+  EXPECT_FALSE(slot_reset_allowed(config_with(true, true), rec));
+  EXPECT_FALSE(slot_reset_allowed(config_with(true, false), rec));
+}
+
+}  // namespace
+}  // namespace walrelay
