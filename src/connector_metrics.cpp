@@ -83,7 +83,8 @@ void Connector::note_commit_time(Lsn next_lsn, std::int64_t commit_ts_ms) {
 }
 
 void Connector::drop_confirmed_commit_times() {
-  const Lsn flush = tracker_.flush_lsn();
+  // What may be confirmed: with delivery exactly_once, what a Kafka commit made visible.
+  const Lsn flush = confirmable_lsn();
   while (!pending_commits_.empty() && pending_commits_.front().first <= flush) {
     pending_commits_.pop_front();
   }
