@@ -1,10 +1,15 @@
-# Sourced by the benchmark scripts: builds the release walrelay ($bin), starts PostgreSQL + Kafka
+# Sourced by the benchmark scripts: builds the release walrelay ($bin, or $BENCH_BIN), starts PostgreSQL + Kafka
 # (tests/services/start.sh, stopped on exit) unless WALRELAY_TEST_PG_CONNINFO and
 # WALRELAY_TEST_KAFKA_BOOTSTRAP are set, and defines $pg, sql() and a scratch directory $work.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-cmake --preset release >/dev/null && cmake --build --preset release --target walrelay >/dev/null
-bin="$root/build/release/src/walrelay"
+# BENCH_BIN: use that walrelay binary instead (e.g. a debug build, for a ratio between modes).
+if [[ -n "${BENCH_BIN:-}" ]]; then
+  bin="$BENCH_BIN"
+else
+  cmake --preset release >/dev/null && cmake --build --preset release --target walrelay >/dev/null
+  bin="$root/build/release/src/walrelay"
+fi
 
 state=""
 if [[ -z "${WALRELAY_TEST_PG_CONNINFO:-}" || -z "${WALRELAY_TEST_KAFKA_BOOTSTRAP:-}" ]]; then

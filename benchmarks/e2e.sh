@@ -3,6 +3,8 @@
 # for it) versus walrelay delivering the same WAL to Kafka and confirming it.
 #
 #   benchmarks/e2e.sh [ROWS]            (default 1000000; builds the release preset)
+#   BENCH_DELIVERY=exactly_once benchmarks/e2e.sh [ROWS]   (Kafka transactions, README
+#                                       "Exactly-once delivery"; default at_least_once)
 #
 # Starts its own PostgreSQL + Kafka (tests/services/start.sh) unless WALRELAY_TEST_PG_CONNINFO
 # and WALRELAY_TEST_KAFKA_BOOTSTRAP are set. Prints rows/s for both and walrelay's CPU time per
@@ -49,6 +51,7 @@ kafka:
   max_in_flight_bytes: ${BENCH_MAX_IN_FLIGHT_BYTES:-64MiB}
 tables:
   - name: public.$run_id
+delivery: ${BENCH_DELIVERY:-at_least_once}
 heartbeat:
   enabled: false
 log:
@@ -76,6 +79,7 @@ threads=$(for t in /proc/"$pid"/task/*; do
 kill -TERM "$pid"; wait "$pid" || true
 wr_secs=$(echo "$t1 - $t0" | bc -l)
 cpu_secs=$(echo "$ticks / $(getconf CLK_TCK)" | bc -l)
+echo "delivery: ${BENCH_DELIVERY:-at_least_once}"
 echo "walrelay end to end: ${wr_secs}s = $(echo "$rows / $wr_secs" | bc) rows/s" \
      "($(echo "100 * $pg_secs / $wr_secs" | bc)% of PostgreSQL's decode rate)"
 echo "walrelay CPU: ${cpu_secs}s = $(echo "1000000 * $cpu_secs / $rows" | bc -l | cut -c1-5) µs per event;" \

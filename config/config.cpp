@@ -333,6 +333,12 @@ class Loader {
         {"snapshot", [this](const YAML::Node& v, const std::string& p) { read_snapshot(v, p); }},
         {"log", [this](const YAML::Node& v, const std::string& p) { read_log(v, p); }},
         {"metrics", [this](const YAML::Node& v, const std::string& p) { read_metrics(v, p); }},
+        {"delivery",
+         [this](const YAML::Node& v, const std::string& p) {
+           if (auto s = one_of(v, p, {"at_least_once", "exactly_once"})) config_.delivery = *s;
+         }},
+        {"exactly_once",
+         [this](const YAML::Node& v, const std::string& p) { read_exactly_once(v, p); }},
     };
     std::set<std::string> seen;
     if (root.IsNull()) {
@@ -479,6 +485,29 @@ class Loader {
     if (seen && errors.policy == "dead_letter" && !seen->contains("dead_letter_topic")) {
       error(join(path, "dead_letter_topic"), "required when errors.policy is dead_letter");
     }
+  }
+
+  void read_exactly_once(const YAML::Node& node, const std::string& path) {
+    ExactlyOnceConfig& eos = config_.exactly_once;
+    const Field fields[] = {
+        {"commit_interval",
+         [&](const YAML::Node& v, const std::string& p) {
+           const auto d = duration(v, p);
+           if (!d) return;
+           if (*d > std::chrono::minutes(1)) {
+             error(p,
+                   "must be at most 1m (a Kafka transaction must end well within "
+                   "transaction.timeout.ms)");
+           } else {
+             eos.commit_interval = *d;
+           }
+         }},
+        {"max_transaction_events",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto n = positive_int(v, p)) eos.max_transaction_events = *n;
+         }},
+    };
+    walk(node, path, fields);
   }
 
   void read_heartbeat(const YAML::Node& node, const std::string& path) {

@@ -120,9 +120,13 @@ ExitCode Connector::run() {
 }
 
 void Connector::create_producer() {
+  txn_.reset();  // bound to the producer it was made for
   producer_ = std::make_unique<sink::KafkaProducer>(
-      io_.get_executor(), cfg_.kafka, "walrelay-" + cfg_.name,
-      [this](const sink::DeliveryReport& r) { publisher_.on_delivery(r); },
+      io_.get_executor(),
+      exactly_once()
+          ? sink::transactional_properties(cfg_.kafka, sink::transactional_id_for(cfg_.name))
+          : cfg_.kafka,
+      "walrelay-" + cfg_.name, [this](const sink::DeliveryReport& r) { publisher_.on_delivery(r); },
       [this](const std::string& reason) { on_producer_fatal(reason); });
   publisher_.attach(producer_.get());
   publisher_.listen(sink::RecordSource::kStream,
@@ -132,6 +136,7 @@ void Connector::create_producer() {
     snapshotter_->on_delivery(r);
     if (snapshotter_) snapshotter_->maybe_continue();
   });
+  eos_attach_publisher();
   producer_->start();
   stale_in_flight_ = 0;  // a new producer: nothing of the old one will report
 }
@@ -154,6 +159,7 @@ void Connector::start_session() {
       io_.get_executor(), cfg_.source.conninfo, "walrelay-" + cfg_.name);
   reason_.clear();
   Outcome outcome = prepare();
+  if (outcome == Outcome::kStreaming && !eos_prepare()) outcome = Outcome::kRetry;
   if (outcome != Outcome::kStreaming) {
     stream_->close();
     after_session(outcome, reason_);
@@ -204,7 +210,7 @@ void Connector::start_streaming() {
   streaming_ = true;
   // The backoff starts over only once a session delivers something (note_session_failure): a
   // server that fails every session right after it starts must not be hammered.
-  if (tracker_.flush_lsn() > best_flush_) best_flush_ = tracker_.flush_lsn();
+  if (confirmable_lsn() > best_flush_) best_flush_ = confirmable_lsn();
   standby_logged_ = false;
   standby_ = false;
   spdlog::info(
@@ -453,6 +459,9 @@ void Connector::end_session() {
   progress_timer_.cancel();
   catalog_check_timer_.cancel();
   confirm_timer_.cancel();
+  commit_timer_.cancel();
+  unit_open_ = false;
+  eos_abort_open();  // exactly_once: the next session replays what the open transaction held
   if (stream_) stream_->close();
   // Events of this session still in flight report under the old epoch and are ignored: the next
   // session replays everything after the slot's confirmed position (at least once). Per
@@ -477,8 +486,8 @@ bool Connector::note_session_failure(Lsn position, const std::string& reason) {
   // Progress = acknowledged beyond anything an earlier session reached: a session that only
   // replays what its predecessor delivered (not yet confirmed to the server when it failed) is
   // no progress.
-  if (streaming_ && tracker_.flush_lsn() > best_flush_) {
-    best_flush_ = tracker_.flush_lsn();
+  if (streaming_ && confirmable_lsn() > best_flush_) {
+    best_flush_ = confirmable_lsn();
     backoff_ = std::chrono::milliseconds(0);
     repeated_.progressed();
   }
@@ -516,6 +525,7 @@ void Connector::on_producer_fatal(const std::string& reason) {
   // Called from inside the producer's poll: act after it returns.
   asio::post(io_, [this, reason] {
     if (stopping_ || producer_broken_) return;
+    if (eos_fenced_by(reason)) return;
     if (reason.starts_with("_AUTHENTICATION")) {
       spdlog::error(
           "Kafka refused walrelay's credentials: {}. Retrying cannot fix this: check the sasl.* "
@@ -525,6 +535,8 @@ void Connector::on_producer_fatal(const std::string& reason) {
       return;
     }
     producer_broken_ = true;
+    commit_timer_.cancel();
+    publisher_.drop_held();
     if (snapshotter_) {
       // The snapshot resumes from its last acknowledged chunk in the next session.
       snapshotter_.reset();
@@ -572,6 +584,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
         return;
       }
       tracker_.begin(c.next_lsn);
+      eos_on_begin(c.next_lsn);
       in_txn_ = true;
       const auto commit_time =
           router::parse_commit_timestamp(c.timestamp).value_or(std::chrono::microseconds{0});
@@ -605,12 +618,18 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
     incremental_->on_truncated(router_->topic_of(c.schema, c.table));
   }
   const bool standalone = !in_txn_;
-  if (standalone) tracker_.begin(c.lsn);
+  if (standalone) {
+    tracker_.begin(c.lsn);
+    eos_on_begin(c.lsn);
+  }
   auto routed = router_->route(c);
   if (!routed) {
     std::string reason = routed.error().reason;
     reason += " (xid " + std::to_string(c.xid) + ", LSN " + c.lsn.to_string() + ")";
-    if (handle_unmappable(reason, line, &c) && standalone) tracker_.commit();
+    if (handle_unmappable(reason, line, &c) && standalone) {
+      tracker_.commit();
+      eos_on_unit_end();
+    }
     return;
   }
   if (incremental_ && incremental_->collecting()) incremental_->on_streamed(*routed, c.xid);
@@ -622,69 +641,17 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   apply_backpressure();
 }
 
-bool Connector::handle_unmappable(const std::string& reason, std::string_view original,
-                                  const decoder::Change* change, std::string_view source_hint) {
-  if (cfg_.errors.policy != "dead_letter") {
-    spdlog::error("{}; stopping without confirming past it (errors.policy=fail)", reason);
-    finish(ExitCode::kMappingFailed);
-    return false;
-  }
-  const bool standalone = !tracker_.open_txn().has_value();
-  const Lsn lsn = change != nullptr ? change->lsn : received_lsn_;
-  if (standalone) tracker_.begin(lsn);
-  std::string source(source_hint);
-  if (change != nullptr && !change->table.empty()) {
-    source = std::string(change->schema) + "." + std::string(change->table);
-  } else if (change != nullptr && change->action == decoder::Action::kMessage) {
-    source = "message:" + std::string(change->prefix);
-  }
-  const std::string event_id =
-      change != nullptr ? router_->outbox_event_id(*change).value_or("") : std::string();
-  const bool ok = publish_dead_letter(*tracker_.open_txn(), "mapping", reason, source, std::nullopt,
-                                      original, lsn, event_id);
-  if (!ok) return false;
-  ++dead_lettered_mapping_;
-  if (standalone && change == nullptr) tracker_.commit();
-  return true;
-}
-
-bool Connector::publish_dead_letter(std::uint64_t seq, std::string_view kind,
-                                    const std::string& reason, std::string_view source,
-                                    std::optional<std::string_view> key,
-                                    std::optional<std::string_view> body, Lsn lsn,
-                                    std::string_view event_id) {
-  dlq_header_values_.assign(
-      {std::string(kind), reason, std::string(source), lsn.to_string(), std::string(event_id)});
-  std::vector<Header> headers = {{"walrelay.error.kind", dlq_header_values_[0]},
-                                 {"walrelay.error.reason", dlq_header_values_[1]},
-                                 {"walrelay.source", dlq_header_values_[2]},
-                                 {"walrelay.lsn", dlq_header_values_[3]}};
-  if (!event_id.empty()) headers.push_back({"id", dlq_header_values_[4]});
-  Record rec{cfg_.errors.dead_letter_topic, key, body, headers, 0};
-  rd_kafka_resp_err_t err = publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, true));
-  if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE && rec.value) {
-    // The original itself is too large: a record with the headers and no body.
-    rec.value = std::nullopt;
-    err = publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, true));
-  }
-  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    spdlog::error(
-        "{} (LSN {}); publishing it to the dead-letter topic {} failed too: {}; stopping "
-        "without confirming past it",
-        reason, lsn.to_string(), cfg_.errors.dead_letter_topic, rd_kafka_err2str(err));
-    finish(kind == "mapping" ? ExitCode::kMappingFailed : ExitCode::kDeliveryFailed);
-    return false;
-  }
-  tracker_.add_event_to(seq, sink::record_bytes(rec));
-  spdlog::warn("dead-lettered ({}) to {}: {} (LSN {})", kind, cfg_.errors.dead_letter_topic, reason,
-               lsn.to_string());
-  return true;
-}
-
 bool Connector::publish_pending() {
   while (pending_next_ < pending_.size()) {
     const Record& rec = pending_[pending_next_];
     const auto seq = *tracker_.open_txn();
+    if (exactly_once()) {
+      if (eos_skip_record()) {  // Kafka has it already (the stored position)
+        ++pending_next_;
+        continue;
+      }
+      if (!eos_split_if_full()) return false;
+    }
     const rd_kafka_resp_err_t err =
         publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, false));
     if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
@@ -695,6 +662,8 @@ bool Connector::publish_pending() {
       return false;
     }
     if (err == RD_KAFKA_RESP_ERR__FATAL) return false;  // on_producer_fatal restarts the session
+    // exactly_once: no Kafka transaction could be opened; eos_restart/eos_fenced act on it.
+    if (err == RD_KAFKA_RESP_ERR__STATE && exactly_once()) return false;
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       const std::string key = rec.key ? std::string(*rec.key) : std::string("null");
       std::string event_id;
@@ -721,6 +690,7 @@ bool Connector::publish_pending() {
       return false;
     }
     tracker_.add_event(sink::record_bytes(rec));
+    if (exactly_once()) eos_published();
     ++events_total_;
     ++pending_next_;
   }
@@ -731,13 +701,15 @@ bool Connector::publish_pending() {
       break;
     case AfterPublish::kStandalone:
       tracker_.commit();
+      eos_on_unit_end();
       break;
     case AfterPublish::kCommit:
       tracker_.commit();
       in_txn_ = false;
+      eos_on_unit_end();
       break;
   }
-  return true;
+  return !stopping_ && !eos_restarting_;
 }
 
 void Connector::apply_backpressure() {
@@ -751,7 +723,9 @@ void Connector::apply_backpressure() {
 }
 
 void Connector::maybe_resume() {
-  if (!streaming_ || stopping_ || !stream_->paused() || parked_) return;
+  // exactly_once: delivery reports served inside commit_transaction must not publish (eos_commit
+  // resumes once the commit returned).
+  if (!streaming_ || stopping_ || !stream_->paused() || parked_ || eos_committing_) return;
   if (!pending_.empty() && !publish_pending()) return;
   if (tracker_.in_flight_events() + stale_in_flight_ < cfg_.kafka.max_in_flight_events &&
       tracker_.in_flight_bytes() < cfg_.kafka.max_in_flight_bytes) {
@@ -809,6 +783,13 @@ void Connector::on_delivery(const sink::DeliveryReport& r) {
                              key + ", transaction ending at LSN " +
                              (lsn ? lsn->to_string() : std::string("?")) + ": " +
                              rd_kafka_err2str(r.err);
+  if (exactly_once()) {
+    // The Kafka transaction cannot commit with a failed record: it is aborted and replayed (a
+    // dead-letter record could not be committed with it either).
+    tracker_.on_failure(seq, r.bytes);
+    eos_delivery_failed(reason, r.err);
+    return;
+  }
   if (!dead_letter && cfg_.errors.policy == "dead_letter") {
     // The dead-letter record takes the failed event's place in its transaction.
     if (publish_dead_letter(seq, "delivery", reason, r.topic,
@@ -833,13 +814,15 @@ void Connector::on_keepalive(const replication::Keepalive& k) {
   // Nothing open or in flight: the server's WAL end is safe to confirm, so an idle database (or
   // one whose writes are all filtered out) does not pile up WAL behind the slot
   // (shared/cases/BUG-18.md).
-  if (!in_txn_ && pending_.empty() && !parked_) tracker_.advance_idle(k.wal_end);
+  if (!in_txn_ && pending_.empty() && !parked_ && !eos_restarting_) {
+    tracker_.advance_idle(k.wal_end);
+  }
   if (k.reply_requested) send_status(false);
 }
 
 void Connector::send_status(bool reply_requested) {
   if (!streaming_) return;
-  const Lsn flush = tracker_.flush_lsn();
+  const Lsn flush = confirmable_lsn();
   const Lsn write = std::max(received_lsn_, flush);
   stream_->send_status(write, flush, flush, reply_requested);
   last_sent_flush_ = flush;
@@ -877,7 +860,7 @@ void Connector::schedule_confirm() {
   confirm_timer_.expires_after(cfg_.source.confirm_interval);
   confirm_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopping_ || !streaming_) return;
-    if (tracker_.flush_lsn() > last_sent_flush_) send_status(false);
+    if (confirmable_lsn() > last_sent_flush_) send_status(false);
     schedule_confirm();
   });
 }
@@ -890,14 +873,14 @@ void Connector::schedule_progress() {
     const double secs = std::chrono::duration<double>(now - last_progress_).count();
     const double rate =
         secs > 0 ? static_cast<double>(events_total_ - events_at_last_progress_) / secs : 0;
-    const Lsn flush = tracker_.flush_lsn();
+    const Lsn flush = confirmable_lsn();
     const std::uint64_t lag = server_wal_end_ > flush ? server_wal_end_.value() - flush.value() : 0;
     poll_retained_wal();
     spdlog::info(
         "progress: {:.0f} events/s, {} events total, flush_lsn {}, lag {} bytes, retained WAL {} "
         "bytes (restart_lsn {}), in flight {} "
         "events / {} bytes, dead-lettered {} mapping / {} oversize / {} delivery, {} "
-        "reconnects{}{}{}",
+        "reconnects{}{}{}{}",
         rate, events_total_, flush.to_string(), lag, retained_wal_bytes_, restart_lsn_text_,
         tracker_.in_flight_events(), tracker_.in_flight_bytes(), dead_lettered_mapping_,
         dead_lettered_oversize_, dead_lettered_delivery_, reconnects_,
@@ -909,7 +892,8 @@ void Connector::schedule_progress() {
              : std::string()) +
             (catalog_alarms_ > 0 ? fmt::format(", {} catalog alarms", catalog_alarms_)
                                  : std::string()),
-        incremental_ && incremental_->busy() ? "; " + incremental_->status() : std::string());
+        incremental_ && incremental_->busy() ? "; " + incremental_->status() : std::string(),
+        eos_progress());
     events_at_last_progress_ = events_total_;
     last_progress_ = now;
     schedule_progress();
@@ -936,7 +920,9 @@ void Connector::finish(ExitCode code) {
   if (heartbeat_) heartbeat_->stop();
   if (snapshotter_) snapshotter_->stop_reading();  // what is acknowledged still counts
   // Defer the blocking part: finish may be called from inside a delivery report.
-  asio::post(io_, [this] {
+  commit_timer_.cancel();
+  asio::post(io_, [this, code] {
+    eos_finish(code);
     if (producer_) {
       const auto deadline = std::chrono::steady_clock::now() + cfg_.kafka.flush_timeout;
       producer_->poll();
@@ -957,7 +943,7 @@ void Connector::finish(ExitCode code) {
       producer_->stop();
     }
     if (streaming_) {
-      const Lsn flush = tracker_.flush_lsn();
+      const Lsn flush = confirmable_lsn();
       if (stream_->send_status_blocking(std::max(received_lsn_, flush), flush, flush)) {
         spdlog::info("confirmed flush_lsn {} to the server", flush.to_string());
         if (incremental_) incremental_->on_flushed(flush);

@@ -30,6 +30,7 @@
 #include "walrelay/router/event_router.hpp"
 #include "walrelay/sink/ack_tracker.hpp"
 #include "walrelay/sink/kafka_producer.hpp"
+#include "walrelay/sink/kafka_transactions.hpp"
 #include "walrelay/sink/publisher.hpp"
 
 namespace walrelay {
@@ -249,6 +250,79 @@ class Connector {
   Lsn pending_lsn_;
   std::string dlq_value_;  // reused dead-letter buffers
   std::vector<std::string> dlq_header_values_;
+
+  // delivery exactly_once (connector_exactly_once.cpp, README "Exactly-once delivery"): every
+  // record is published inside a Kafka transaction; a PostgreSQL transaction's records share one
+  // (unless it exceeds exactly_once.max_transaction_events), several small ones share one up to
+  // exactly_once.commit_interval; the position record in <prefix>.walrelay.positions is part of
+  // it; the slot is confirmed only up to what a Kafka commit covered.
+  [[nodiscard]] bool exactly_once() const { return cfg_.delivery == "exactly_once"; }
+  /// Wires the publisher for exactly_once (a new producer): transactions opened on publish,
+  /// snapshot reports held until the commit, the position record's reports.
+  void eos_attach_publisher();
+  /// A fatal producer error that means "fenced" (exactly_once): stops with exit 8, true.
+  bool eos_fenced_by(const std::string& reason);
+  /// The progress line's exactly_once part ("" otherwise).
+  [[nodiscard]] std::string eos_progress() const;
+  /// On stop: commits the open Kafka transaction (SIGTERM) or aborts it (any other stop).
+  void eos_finish(ExitCode code);
+  /// After prepare(): initialises the transactional producer (fencing an older instance with the
+  /// same transactional.id), creates the positions topic if needed and reads the last committed
+  /// position (read_committed). False with `reason_` set: retry the session.
+  bool eos_prepare();
+  /// The publisher's before_publish hook: opens a Kafka transaction if none is open.
+  bool eos_open();
+  /// A unit (PostgreSQL transaction, or a standalone message) starts; `lsn` identifies it as in
+  /// the position record (the transaction's end LSN, wal2json nextlsn).
+  void eos_on_begin(Lsn lsn);
+  /// True when the unit's next record is already in Kafka (at or before the stored position):
+  /// it is skipped, not published.
+  bool eos_skip_record();
+  /// True while the whole current unit is at or before the stored position (a replay).
+  [[nodiscard]] bool eos_unit_in_kafka() const;
+  /// One record of the current unit was handed to the producer.
+  void eos_published();
+  /// Before publishing a record: commits first when the open Kafka transaction holds
+  /// max_transaction_events (a split inside a large PostgreSQL transaction). False: stop.
+  bool eos_split_if_full();
+  /// The current unit is complete: commits when the commit interval or count is reached.
+  void eos_on_unit_end();
+  /// Writes the position record and commits the open Kafka transaction; then confirms.
+  void eos_commit();
+  void eos_schedule_commit();
+  /// A transactional call failed: fenced → stop (exit 8); otherwise abort and replay.
+  void eos_failed(const sink::TxnResult& r, const std::string& what);
+  /// Aborts the open Kafka transaction and starts a new session (the replay skips what Kafka
+  /// has); `new_producer` after a fatal producer error.
+  void eos_restart(const std::string& reason, bool new_producer);
+  void eos_fenced(const std::string& reason);
+  /// Aborts the open Kafka transaction, if any (a session ends: its records are replayed, and an
+  /// open transaction would hold the positions topic's last stable offset back). Fenced → stop.
+  void eos_abort_open();
+  /// A delivery report with an error in exactly_once mode: the transaction cannot commit.
+  void eos_delivery_failed(const std::string& reason, rd_kafka_resp_err_t err);
+  /// What may be confirmed to the slot: in exactly_once mode only what a Kafka commit covered.
+  [[nodiscard]] Lsn confirmable_lsn() const;
+  std::unique_ptr<sink::KafkaTransactions> txn_;
+  std::optional<sink::StreamPosition> kafka_position_;  // read at the session's start
+  /// The same, kept: a position record never goes back behind it.
+  std::optional<sink::StreamPosition> resume_position_;
+  bool eos_committing_ = false;
+  sink::StreamPosition batch_position_;  // what the open Kafka transaction's position says
+  bool batch_has_position_ = false;
+  std::size_t batch_events_ = 0;
+  std::chrono::steady_clock::time_point batch_opened_;
+  bool commit_due_ = false;
+  Lsn committed_lsn_;  // end of the newest unit a Kafka commit covered
+  Lsn unit_lsn_;
+  std::int64_t unit_index_ = 0;
+  bool unit_open_ = false;
+  bool eos_restarting_ = false;
+  std::string positions_topic_;
+  boost::asio::steady_timer commit_timer_{io_};
+  std::uint64_t eos_commits_ = 0;
+  std::uint64_t eos_aborts_ = 0;
+  std::uint64_t eos_skipped_ = 0;
 
   std::uint64_t events_total_ = 0;
   std::uint64_t events_at_last_progress_ = 0;

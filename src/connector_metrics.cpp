@@ -83,7 +83,8 @@ void Connector::note_commit_time(Lsn next_lsn, std::int64_t commit_ts_ms) {
 }
 
 void Connector::drop_confirmed_commit_times() {
-  const Lsn flush = tracker_.flush_lsn();
+  // What may be confirmed: with delivery exactly_once, what a Kafka commit made visible.
+  const Lsn flush = confirmable_lsn();
   while (!pending_commits_.empty() && pending_commits_.front().first <= flush) {
     pending_commits_.pop_front();
   }
@@ -154,15 +155,25 @@ std::string Connector::metrics_text() {
   metric(out, "walrelay_delivery_errors_total", "counter",
          "delivery reports with an error that could not be retried");
   sample(out, "walrelay_delivery_errors_total", delivery_errors_);
-  metric(out, "walrelay_flush_lsn", "gauge", "the acknowledged position walrelay confirms (LSN)");
-  sample(out, "walrelay_flush_lsn", tracker_.flush_lsn().value());
+  // delivery exactly_once (0 in the default mode, served always so that dashboards need no mode).
+  metric(out, "walrelay_kafka_transactions_total", "counter",
+         "Kafka transactions ended (delivery exactly_once)");
+  sample(out, "walrelay_kafka_transactions_total", eos_commits_, "outcome=\"committed\"");
+  sample(out, "walrelay_kafka_transactions_total", eos_aborts_, "outcome=\"aborted\"");
+  metric(out, "walrelay_skipped_records_total", "counter",
+         "records not published again because Kafka had them (the stored position)");
+  sample(out, "walrelay_skipped_records_total", eos_skipped_);
+  metric(out, "walrelay_flush_lsn", "gauge",
+         "the position walrelay confirms (LSN): acknowledged, and with delivery exactly_once "
+         "committed in Kafka");
+  sample(out, "walrelay_flush_lsn", confirmable_lsn().value());
   metric(out, "walrelay_received_lsn", "gauge", "the last WAL position received (LSN)");
   sample(out, "walrelay_received_lsn", received_lsn_.value());
   metric(out, "walrelay_server_wal_end_lsn", "gauge", "the server's WAL end in its last message");
   sample(out, "walrelay_server_wal_end_lsn", server_wal_end_.value());
   metric(out, "walrelay_replication_lag_bytes", "gauge",
          "server WAL end minus the acknowledged position");
-  const Lsn flush = tracker_.flush_lsn();
+  const Lsn flush = confirmable_lsn();
   sample(out, "walrelay_replication_lag_bytes",
          server_wal_end_ > flush ? server_wal_end_.value() - flush.value() : 0);
   metric(out, "walrelay_lag_seconds", "gauge",

@@ -14,6 +14,8 @@ enum class ExitCode : int {
   kRepeatedServerError = 6,  ///< the server failed the same way at the same LSN
                              ///< source.max_repeated_errors times (e.g. an undecodable change)
   kKafkaAuthFailed = 7,      ///< Kafka refused walrelay's credentials (SASL/TLS authentication)
+  kFenced = 8,  ///< delivery exactly_once: another instance with the same transactional.id took
+                ///< over (KIP-98 fencing, librdkafka ERR__FENCED / PRODUCER_FENCED)
 };
 
 }  // namespace walrelay

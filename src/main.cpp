@@ -35,7 +35,9 @@ std::optional<walrelay::config::Config> load_or_report(const std::string& path) 
 
 int main(int argc, char** argv) {
   using walrelay::ExitCode;
-  CLI::App app{"walrelay: PostgreSQL logical replication (wal2json) to Kafka, at least once"};
+  CLI::App app{
+      "walrelay: PostgreSQL logical replication (wal2json) to Kafka, at least once (or exactly once "
+      "with delivery: exactly_once)"};
   app.set_version_flag("--version", std::string("walrelay ") + WALRELAY_VERSION);
   app.require_subcommand(1);
   std::string log_format = "text";

@@ -488,7 +488,11 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
       continue;
     }
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      fail(err == RD_KAFKA_RESP_ERR__FATAL ? SnapshotFailure::kRetry : SnapshotFailure::kDelivery,
+      // ERR__STATE: delivery exactly_once could not open a Kafka transaction (the connector
+      // aborts and restarts the session): retried like a fatal producer error.
+      fail(err == RD_KAFKA_RESP_ERR__FATAL || err == RD_KAFKA_RESP_ERR__STATE
+               ? SnapshotFailure::kRetry
+               : SnapshotFailure::kDelivery,
            "snapshot: cannot publish a row of " + p.schema + "." + p.table + " to topic " +
                std::string(rec.topic) + ": " + rd_kafka_err2str(err));
       return false;

@@ -343,6 +343,32 @@ TEST(ConfigLoad, StatusIntervalIsBounded) {
             std::vector<std::string>{"source.status_interval"});
 }
 
+TEST(ConfigLoad, DeliveryModeAndExactlyOnceSettings) {
+  const Config defaults = load_ok(kMinimal);
+  EXPECT_EQ(defaults.delivery, "at_least_once");
+  EXPECT_EQ(defaults.exactly_once.commit_interval, 100ms);
+  EXPECT_EQ(defaults.exactly_once.max_transaction_events, 10'000u);
+
+  const Config eos =
+      load_ok(std::string(kMinimal) +
+              "delivery: exactly_once\n"
+              "exactly_once: {commit_interval: 250ms, max_transaction_events: 500}\n");
+  EXPECT_EQ(eos.delivery, "exactly_once");
+  EXPECT_EQ(eos.exactly_once.commit_interval, 250ms);
+  EXPECT_EQ(eos.exactly_once.max_transaction_events, 500u);
+
+  const LoadResult bad = load(std::string(kMinimal) + "delivery: exactly-once\n");
+  EXPECT_EQ(keys_of(bad), std::vector<std::string>{"delivery"});
+  EXPECT_NE(reason_for(bad, "delivery").find("exactly_once"), std::string::npos)
+      << reason_for(bad, "delivery");
+  EXPECT_EQ(keys_of(load(std::string(kMinimal) + "exactly_once: {commit_interval: 2m}\n")),
+            std::vector<std::string>{"exactly_once.commit_interval"});
+  EXPECT_EQ(keys_of(load(std::string(kMinimal) + "exactly_once: {max_transaction_events: 0}\n")),
+            std::vector<std::string>{"exactly_once.max_transaction_events"});
+  EXPECT_EQ(keys_of(load(std::string(kMinimal) + "exactly_once: {commit_intervall: 1s}\n")),
+            std::vector<std::string>{"exactly_once.commit_intervall"});
+}
+
 TEST(ConfigLoad, TopicPrefixMustBeTopicCharacters) {
   EXPECT_EQ(load_ok(with("", "topics: {prefix: a.B_c-1}\n")).topics.prefix, "a.B_c-1");
   for (const char* bad : {"'a b'", "'a/b'", "''", "'x{y}'"}) {

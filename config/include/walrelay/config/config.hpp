@@ -215,6 +215,19 @@ struct LogConfig {
   std::chrono::milliseconds progress_interval{5'000};  ///< period of the progress log line
 };
 
+/// `exactly_once:` (used when `delivery` is `exactly_once`; README "Exactly-once delivery").
+/// Kafka transactions (KIP-98) aligned with PostgreSQL transactions: each PostgreSQL
+/// transaction's records go into one Kafka transaction, several small ones share one.
+struct ExactlyOnceConfig {
+  /// Longest time a Kafka transaction stays open collecting PostgreSQL transactions before it is
+  /// committed (what a read_committed consumer waits at most beyond delivery). Default 100 ms.
+  std::chrono::milliseconds commit_interval{100};
+  /// Records per Kafka transaction before it is committed at the next PostgreSQL commit; a
+  /// single PostgreSQL transaction larger than this is split into several Kafka transactions
+  /// (with a position inside it, so a resume skips exactly the published part). Default 10000.
+  std::size_t max_transaction_events = 10'000;
+};
+
 /// The whole configuration file. Plain data with defaults; produced by `load_config`.
 struct Config {
   std::string name;  ///< connector name (required): default slot name, topic prefix, logs
@@ -231,6 +244,10 @@ struct Config {
   SnapshotConfig snapshot;
   LogConfig log;
   MetricsConfig metrics;
+  /// `delivery`: "at_least_once" (default: idempotent producer, duplicates after a crash) or
+  /// "exactly_once" (transactional producer, positions stored in Kafka; README).
+  std::string delivery = "at_least_once";
+  ExactlyOnceConfig exactly_once;
 };
 
 /// One problem in a configuration file: the dotted key path (`tables[1].outbox.payload`) and

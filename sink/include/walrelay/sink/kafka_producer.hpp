@@ -104,6 +104,9 @@ class KafkaProducer {
   /// Stops the pipe watcher (before the io_context is destroyed).
   void stop();
 
+  /// The librdkafka handle (for the transactional API, kafka_transactions.hpp); owned here.
+  [[nodiscard]] rd_kafka_t* handle() const { return rk_; }
+
  private:
   rd_kafka_topic_t* topic_handle(std::string_view name);
   static void on_dr(rd_kafka_t* rk, const rd_kafka_message_t* msg, void* opaque);

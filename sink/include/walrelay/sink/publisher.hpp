@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "walrelay/core/record.hpp"
 #include "walrelay/sink/kafka_producer.hpp"
@@ -15,6 +17,7 @@ namespace walrelay::sink {
 enum class RecordSource : std::uint8_t {
   kStream = 0,    ///< changes decoded from the replication slot
   kSnapshot = 1,  ///< rows read by an initial or resumed snapshot
+  kPosition = 2,  ///< delivery exactly_once: the position record of a Kafka transaction
 };
 
 /// The one publish path every source of records shares: record → producer → delivery report →
@@ -32,6 +35,7 @@ class Publisher {
   /// Publishes through `producer` (not owned; replaced after a fatal error with `attach`).
   void attach(KafkaProducer* producer) {
     producer_ = producer;
+    held_.clear();
     in_flight_events_.fill(0);
     in_flight_bytes_.fill(0);
   }
@@ -39,11 +43,38 @@ class Publisher {
     listeners_[static_cast<std::size_t>(source)] = std::move(listener);
   }
 
+  /// delivery exactly_once: called before each record is handed to the producer, to open a Kafka
+  /// transaction if none is open (KafkaTransactions::begin). When it returns false the record is
+  /// not produced and `publish` returns ERR__STATE. Empty (the default): no hook.
+  void before_publish(std::function<bool()> hook) { before_publish_ = std::move(hook); }
+
+  /// delivery exactly_once: holds the successful delivery reports of `source` until
+  /// `release_held` (called after the Kafka transaction committed), so that the source only counts
+  /// as acknowledged what a read_committed consumer can see. Failed reports pass at once.
+  void hold_reports(RecordSource source, bool hold) {
+    hold_[static_cast<std::size_t>(source)] = hold;
+  }
+  /// Passes the held reports on (the transaction committed). Their topic, key and value are
+  /// empty: only opaque, bytes and err are kept.
+  void release_held() {
+    std::vector<Held> held;
+    held.swap(held_);
+    for (const Held& h : held) {
+      DeliveryReport r;
+      r.opaque = h.opaque;
+      r.bytes = h.bytes;
+      if (listeners_[h.source]) listeners_[h.source](r);
+    }
+  }
+  /// Forgets the held reports (the transaction was aborted: its records are published again).
+  void drop_held() { held_.clear(); }
+
   /// Hands `record` to the producer with `unit` (< 2^62) for `source`. Returns librdkafka's
   /// synchronous result (NO_ERROR, QUEUE_FULL, MSG_SIZE_TOO_LARGE, ERR__FATAL, ...); only on
   /// NO_ERROR does a delivery report follow, and the record counts as in flight until then.
   rd_kafka_resp_err_t publish(RecordSource source, const Record& record, std::uint64_t unit) {
     const auto s = static_cast<std::size_t>(source);
+    if (before_publish_ && !before_publish_()) return RD_KAFKA_RESP_ERR__STATE;
     const rd_kafka_resp_err_t err =
         producer_->produce(record, (unit & kUnitMask) | (static_cast<std::uint64_t>(s) << 62));
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -60,6 +91,10 @@ class Publisher {
     in_flight_bytes_[s] -= std::min(in_flight_bytes_[s], report.bytes);
     DeliveryReport r = report;
     r.opaque = report.opaque & kUnitMask;
+    if (hold_[s] && r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      held_.push_back({r.opaque, r.bytes, s});
+      return;
+    }
     if (listeners_[s]) listeners_[s](r);
   }
 
@@ -71,7 +106,15 @@ class Publisher {
   }
 
  private:
+  struct Held {
+    std::uint64_t opaque;
+    std::size_t bytes;
+    std::size_t source;
+  };
   KafkaProducer* producer_ = nullptr;
+  std::function<bool()> before_publish_;
+  std::array<bool, 4> hold_{};
+  std::vector<Held> held_;
   std::array<Listener, 4> listeners_;
   std::array<std::size_t, 4> in_flight_events_{};
   std::array<std::size_t, 4> in_flight_bytes_{};

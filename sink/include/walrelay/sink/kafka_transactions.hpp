@@ -1,0 +1,128 @@
+#pragma once
+
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "walrelay/config/config.hpp"
+#include "walrelay/core/lsn.hpp"
+#include "walrelay/sink/kafka_producer.hpp"
+
+namespace walrelay::sink {
+
+// ----------------------------------------------------------------------- transactional calls
+
+/// What a transactional call's outcome asks of the caller. The rule is librdkafka's
+/// (INTRODUCTION.md "Transactional Producer", "Error handling"; rdkafka.h
+/// rd_kafka_error_is_retriable, rd_kafka_error_txn_requires_abort, rd_kafka_error_is_fatal).
+enum class TxnAction : std::uint8_t {
+  kNone,    ///< the call succeeded
+  kRetry,   ///< retriable (e.g. timed out, coordinator loading): call the same function again
+  kAbort,   ///< the transaction cannot commit: abort it, then publish its records again
+  kFenced,  ///< fatal, fenced: another producer with the same transactional.id took over
+            ///< (KIP-98 zombie fencing; ERR__FENCED / PRODUCER_FENCED / INVALID_PRODUCER_EPOCH)
+  kFatal,   ///< fatal for another reason: this producer instance is unusable
+};
+
+/// Outcome of one transactional call.
+struct TxnResult {
+  TxnAction action = TxnAction::kNone;
+  rd_kafka_resp_err_t code = RD_KAFKA_RESP_ERR_NO_ERROR;  ///< the error's code (fatal: original)
+  std::string message;                                    ///< librdkafka's text, for logs
+  [[nodiscard]] bool ok() const { return action == TxnAction::kNone; }
+};
+
+/// Classifies `error` as above and destroys it. nullptr is success. For a fatal error the
+/// original cause is read with rd_kafka_fatal_error(rk) so a fenced producer is told apart.
+TxnResult classify_txn_error(rd_kafka_t* rk, rd_kafka_error_t* error);
+
+/// True for the error codes that mean "a newer producer with this transactional.id exists".
+bool is_fencing_error(rd_kafka_resp_err_t code);
+
+/// The transactional API of one KafkaProducer created with `transactional.id` set (see
+/// `transactional_properties`). Every call blocks the calling thread up to its timeout (they are
+/// librdkafka's blocking calls); all calls on the producer's executor thread, like the producer.
+/// While blocked in `commit`, librdkafka flushes the outstanding messages and serves their
+/// delivery reports on this thread (through the producer's delivery handler).
+class KafkaTransactions {
+ public:
+  explicit KafkaTransactions(KafkaProducer& producer) : producer_(producer) {}
+
+  /// rd_kafka_init_transactions: registers the transactional.id with its coordinator, bumps the
+  /// producer epoch (which fences any older producer with the same id) and aborts a transaction
+  /// that an older instance left open. Once per producer, before `begin`.
+  TxnResult init(std::chrono::milliseconds timeout);
+  /// rd_kafka_begin_transaction (local, does not block). Records produced after it belong to the
+  /// transaction until `commit` or `abort`.
+  TxnResult begin();
+  /// rd_kafka_commit_transaction: flushes, then commits. kRetry: call `commit` again.
+  TxnResult commit(std::chrono::milliseconds timeout);
+  /// rd_kafka_abort_transaction: purges what is still queued (their delivery reports carry
+  /// ERR__PURGE_QUEUE) and aborts; read_committed consumers never see the records.
+  TxnResult abort(std::chrono::milliseconds timeout);
+
+  [[nodiscard]] bool initialized() const { return initialized_; }
+  [[nodiscard]] bool open() const { return open_; }
+
+ private:
+  KafkaProducer& producer_;
+  bool initialized_ = false;
+  bool open_ = false;
+};
+
+/// `cfg` with what a transactional producer needs, unless `kafka.properties` sets it:
+/// `transactional.id` = `id`, `transaction.timeout.ms` = 60000 and `message.timeout.ms` = 60000
+/// (librdkafka requires message.timeout.ms <= transaction.timeout.ms, so the at-least-once
+/// default of 0 = never cannot be kept: a message that times out fails its transaction, which is
+/// aborted and published again).
+config::KafkaConfig transactional_properties(const config::KafkaConfig& cfg, const std::string& id);
+
+/// The transactional.id of a connector: `walrelay-<name>`. The same for every instance of the
+/// connector (restarts, hot standby), so a new instance fences the one before it.
+std::string transactional_id_for(std::string_view connector_name);
+
+// --------------------------------------------------------------------------------- position
+
+/// Where a connector's output stands in Kafka: the value of its record in the positions topic,
+/// written in the same Kafka transaction as the records it covers.
+struct StreamPosition {
+  std::string system_id;       ///< PostgreSQL system identifier (IDENTIFY_SYSTEM)
+  std::uint32_t timeline = 0;  ///< timeline at the time of writing
+  /// End of the commit record (wal2json `nextlsn`) of the newest PostgreSQL transaction whose
+  /// records are (in part, see `index`) in Kafka.
+  Lsn lsn;
+  /// -1: that whole transaction is in Kafka. n >= 0: only its first n records are (a transaction
+  /// larger than exactly_once.max_transaction_events, split across Kafka transactions).
+  std::int64_t index = -1;
+};
+
+/// JSON value: {"system_id":"...","timeline":1,"lsn":"0/16B3748","index":-1}.
+std::string encode_position(const StreamPosition& position);
+/// Parses encode_position's output; nullopt for anything else.
+std::optional<StreamPosition> decode_position(std::string_view value);
+
+/// `<prefix>.walrelay.positions`.
+std::string positions_topic(std::string_view prefix);
+
+/// Creates `topic` as a compacted topic (cleanup.policy=compact, 1 partition, the broker's
+/// default replication factor: KIP-464) unless it exists. Blocks up to `timeout`. Returns the
+/// reason on failure (including "not allowed": the operator may create it beforehand).
+std::expected<void, std::string> ensure_positions_topic(const config::KafkaConfig& cfg,
+                                                        const std::string& topic,
+                                                        std::chrono::milliseconds timeout);
+
+/// Reads `topic` from the beginning to its end with an isolation.level=read_committed consumer
+/// (assign only, no group) and returns the last position stored under `key`; nullopt when there
+/// is none (or the topic does not exist). Blocks up to `timeout`; an error is the reason. Read it
+/// after `KafkaTransactions::init`, which aborts any transaction a killed instance left open
+/// (until then the last stable offset cannot pass it).
+std::expected<std::optional<StreamPosition>, std::string> read_position(
+    const config::KafkaConfig& cfg, const std::string& topic, const std::string& key,
+    std::chrono::milliseconds timeout);
+
+}  // namespace walrelay::sink

@@ -1,0 +1,373 @@
+#include "walrelay/sink/kafka_transactions.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+namespace walrelay::sink {
+
+bool is_fencing_error(rd_kafka_resp_err_t code) {
+  return code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+         code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+}
+
+TxnResult classify_txn_error(rd_kafka_t* rk, rd_kafka_error_t* error) {
+  TxnResult r;
+  if (error == nullptr) return r;
+  r.code = rd_kafka_error_code(error);
+  r.message = rd_kafka_error_string(error);
+  if (rd_kafka_error_is_fatal(error) != 0) {
+    char buf[512];
+    const rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
+    if (orig != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      r.code = orig;
+      r.message = std::string(rd_kafka_err2name(orig)) + ": " + buf;
+    }
+    r.action = is_fencing_error(r.code) ? TxnAction::kFenced : TxnAction::kFatal;
+  } else if (rd_kafka_error_txn_requires_abort(error) != 0) {
+    r.action = TxnAction::kAbort;
+  } else if (rd_kafka_error_is_retriable(error) != 0) {
+    r.action = TxnAction::kRetry;
+  } else if (is_fencing_error(r.code)) {
+    r.action = TxnAction::kFenced;
+  } else {
+    // Neither retriable nor abortable nor fatal (e.g. ERR__STATE: a call out of order): the
+    // transaction's state is unknown, so it is treated like an abortable one.
+    r.action = TxnAction::kAbort;
+  }
+  rd_kafka_error_destroy(error);
+  return r;
+}
+
+TxnResult KafkaTransactions::init(std::chrono::milliseconds timeout) {
+  TxnResult r = classify_txn_error(
+      producer_.handle(),
+      rd_kafka_init_transactions(producer_.handle(), static_cast<int>(timeout.count())));
+  if (r.ok()) initialized_ = true;
+  return r;
+}
+
+TxnResult KafkaTransactions::begin() {
+  TxnResult r =
+      classify_txn_error(producer_.handle(), rd_kafka_begin_transaction(producer_.handle()));
+  if (r.ok()) open_ = true;
+  return r;
+}
+
+TxnResult KafkaTransactions::commit(std::chrono::milliseconds timeout) {
+  TxnResult r = classify_txn_error(
+      producer_.handle(),
+      rd_kafka_commit_transaction(producer_.handle(), static_cast<int>(timeout.count())));
+  producer_.poll();  // delivery reports that arrived after librdkafka's own flush
+  if (r.ok()) open_ = false;
+  return r;
+}
+
+TxnResult KafkaTransactions::abort(std::chrono::milliseconds timeout) {
+  TxnResult r = classify_txn_error(
+      producer_.handle(),
+      rd_kafka_abort_transaction(producer_.handle(), static_cast<int>(timeout.count())));
+  producer_.poll();  // the purged messages' delivery reports
+  if (r.ok()) open_ = false;
+  return r;
+}
+
+config::KafkaConfig transactional_properties(const config::KafkaConfig& cfg,
+                                             const std::string& id) {
+  config::KafkaConfig out = cfg;
+  out.properties.try_emplace("transactional.id", id);
+  out.properties.try_emplace("transaction.timeout.ms", "60000");
+  if (auto it = cfg.properties.find("message.timeout.ms"); it == cfg.properties.end()) {
+    out.properties["message.timeout.ms"] = out.properties["transaction.timeout.ms"];
+  }
+  return out;
+}
+
+std::string transactional_id_for(std::string_view connector_name) {
+  return "walrelay-" + std::string(connector_name);
+}
+
+// --------------------------------------------------------------------------------- position
+
+std::string encode_position(const StreamPosition& p) {
+  std::string out = "{\"system_id\":\"";
+  for (const char c : p.system_id) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out += "\",\"timeline\":" + std::to_string(p.timeline) + ",\"lsn\":\"" + p.lsn.to_string() +
+         "\",\"index\":" + std::to_string(p.index) + "}";
+  return out;
+}
+
+namespace {
+
+// The text after `"name":` in `value` (encode_position's flat object), or npos.
+std::size_t field_at(std::string_view value, std::string_view name) {
+  const std::string needle = "\"" + std::string(name) + "\":";
+  const auto at = value.find(needle);
+  return at == std::string_view::npos ? at : at + needle.size();
+}
+
+std::optional<std::string> string_field(std::string_view value, std::string_view name) {
+  auto at = field_at(value, name);
+  if (at == std::string_view::npos || at >= value.size() || value[at] != '"') return std::nullopt;
+  std::string out;
+  for (++at; at < value.size(); ++at) {
+    if (value[at] == '\\' && at + 1 < value.size()) {
+      out.push_back(value[++at]);
+    } else if (value[at] == '"') {
+      return out;
+    } else {
+      out.push_back(value[at]);
+    }
+  }
+  return std::nullopt;
+}
+
+template <typename T>
+std::optional<T> number_field(std::string_view value, std::string_view name) {
+  const auto at = field_at(value, name);
+  if (at == std::string_view::npos) return std::nullopt;
+  T n{};
+  const auto [ptr, ec] = std::from_chars(value.data() + at, value.data() + value.size(), n);
+  if (ec != std::errc() || ptr == value.data() + at) return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
+std::optional<StreamPosition> decode_position(std::string_view value) {
+  StreamPosition p;
+  auto system_id = string_field(value, "system_id");
+  auto lsn_text = string_field(value, "lsn");
+  const auto timeline = number_field<std::uint32_t>(value, "timeline");
+  const auto index = number_field<std::int64_t>(value, "index");
+  if (!system_id || !lsn_text || !timeline || !index || *index < -1) return std::nullopt;
+  const auto lsn = Lsn::parse(*lsn_text);
+  if (!lsn) return std::nullopt;
+  p.system_id = std::move(*system_id);
+  p.timeline = *timeline;
+  p.lsn = *lsn;
+  p.index = *index;
+  return p;
+}
+
+std::string positions_topic(std::string_view prefix) {
+  return std::string(prefix) + ".walrelay.positions";
+}
+
+namespace {
+
+// Connection and security settings of kafka.properties that a consumer or admin client needs
+// too (the producer-only ones would only make librdkafka warn).
+rd_kafka_conf_t* client_conf(const config::KafkaConfig& cfg, std::string& error) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char errstr[512];
+  std::map<std::string, std::string> props = {{"bootstrap.servers", cfg.bootstrap_servers}};
+  for (const auto& [k, v] : cfg.properties) {
+    for (const char* shared : {"security.", "sasl.", "ssl.", "socket.", "broker.", "client.dns",
+                               "api.version", "metadata.", "client.id"}) {
+      if (k.starts_with(shared)) props[k] = v;
+    }
+  }
+  for (const auto& [k, v] : props) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+      error = "kafka.properties." + k + ": " + errstr;
+      rd_kafka_conf_destroy(conf);
+      return nullptr;
+    }
+  }
+  rd_kafka_conf_set_log_cb(conf,
+                           [](const rd_kafka_t*, int level, const char* fac, const char* buf) {
+                             if (level <= 3)
+                               spdlog::warn("librdkafka (positions) {}: {}", fac, buf);
+                           });
+  return conf;
+}
+
+struct RkDeleter {
+  void operator()(rd_kafka_t* rk) const { rd_kafka_destroy(rk); }
+};
+using RkPtr = std::unique_ptr<rd_kafka_t, RkDeleter>;
+
+}  // namespace
+
+std::expected<void, std::string> ensure_positions_topic(const config::KafkaConfig& cfg,
+                                                        const std::string& topic,
+                                                        std::chrono::milliseconds timeout) {
+  std::string error;
+  rd_kafka_conf_t* conf = client_conf(cfg, error);
+  if (conf == nullptr) return std::unexpected(error);
+  char errstr[512];
+  RkPtr rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr));
+  if (!rk) {
+    rd_kafka_conf_destroy(conf);
+    return std::unexpected(std::string("cannot create a Kafka admin client: ") + errstr);
+  }
+  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(topic.c_str(), 1, -1, errstr, sizeof errstr);
+  if (nt == nullptr) return std::unexpected(std::string(errstr));
+  rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk.get());
+  rd_kafka_AdminOptions_t* opts =
+      rd_kafka_AdminOptions_new(rk.get(), RD_KAFKA_ADMIN_OP_CREATETOPICS);
+  rd_kafka_AdminOptions_set_request_timeout(opts, static_cast<int>(timeout.count()), errstr,
+                                            sizeof errstr);
+  rd_kafka_CreateTopics(rk.get(), &nt, 1, opts, q);
+  std::expected<void, std::string> result =
+      std::unexpected(std::string("no answer from Kafka within the timeout"));
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, static_cast<int>(timeout.count()) + 1000);
+  if (ev != nullptr) {
+    if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      result = std::unexpected(std::string(rd_kafka_event_error_string(ev)));
+    } else if (const rd_kafka_CreateTopics_result_t* res = rd_kafka_event_CreateTopics_result(ev);
+               res != nullptr) {
+      std::size_t n = 0;
+      const rd_kafka_topic_result_t** topics = rd_kafka_CreateTopics_result_topics(res, &n);
+      const rd_kafka_resp_err_t err =
+          n == 1 ? rd_kafka_topic_result_error(topics[0]) : RD_KAFKA_RESP_ERR__FAIL;
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        spdlog::info("created the compacted positions topic {}", topic);
+        result = {};
+      } else if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+        result = {};
+      } else {
+        const char* text = n == 1 ? rd_kafka_topic_result_error_string(topics[0]) : nullptr;
+        result = std::unexpected(std::string(rd_kafka_err2str(err)) +
+                                 (text != nullptr ? std::string(": ") + text : std::string()));
+      }
+    }
+    rd_kafka_event_destroy(ev);
+  }
+  rd_kafka_AdminOptions_destroy(opts);
+  rd_kafka_NewTopic_destroy(nt);
+  rd_kafka_queue_destroy(q);
+  return result;
+}
+
+std::expected<std::optional<StreamPosition>, std::string> read_position(
+    const config::KafkaConfig& cfg, const std::string& topic, const std::string& key,
+    std::chrono::milliseconds timeout) {
+  std::string error;
+  rd_kafka_conf_t* conf = client_conf(cfg, error);
+  if (conf == nullptr) return std::unexpected(error);
+  char errstr[512];
+  for (const auto& [k, v] :
+       std::map<std::string, std::string>{{"isolation.level", "read_committed"},
+                                          {"enable.partition.eof", "true"},
+                                          // the end is reached with an empty fetch: do not let
+                                          // the broker hold it for the default 500 ms
+                                          {"fetch.wait.max.ms", "10"},
+                                          {"enable.auto.commit", "false"},
+                                          {"allow.auto.create.topics", "false"},
+                                          // rd_kafka_consumer_poll needs a group id (else
+                                          // ERR__UNKNOWN_GROUP); assign only: the group is
+                                          // never joined and nothing is committed.
+                                          {"group.id", "walrelay-positions-" + key}}) {
+    rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr);
+  }
+  RkPtr rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr));
+  if (!rk) {
+    rd_kafka_conf_destroy(conf);
+    return std::unexpected(std::string("cannot create a Kafka consumer: ") + errstr);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto left = [&] {
+    return static_cast<int>(std::max<long long>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                 std::chrono::steady_clock::now())
+               .count()));
+  };
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk.get(), topic.c_str(), nullptr);
+  const rd_kafka_metadata_t* md = nullptr;
+  rd_kafka_resp_err_t err = rd_kafka_metadata(rk.get(), 0, rkt, &md, left());
+  rd_kafka_topic_destroy(rkt);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return std::unexpected(std::string("cannot read the metadata of ") + topic + ": " +
+                           rd_kafka_err2str(err));
+  }
+  std::vector<std::int32_t> partitions;
+  bool missing = false;
+  for (int i = 0; i < md->topic_cnt; ++i) {
+    if (topic != md->topics[i].topic) continue;
+    if (md->topics[i].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) missing = true;
+    for (int p = 0; p < md->topics[i].partition_cnt; ++p)
+      partitions.push_back(md->topics[i].partitions[p].id);
+  }
+  rd_kafka_metadata_destroy(md);
+  if (missing || partitions.empty()) return std::optional<StreamPosition>{};
+
+  rd_kafka_topic_partition_list_t* list =
+      rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size()));
+  std::set<std::int32_t> pending;
+  std::map<std::int32_t, std::int64_t> end;  // high watermark at the start
+  for (const std::int32_t p : partitions) {
+    std::int64_t lo = 0;
+    std::int64_t hi = 0;
+    err = rd_kafka_query_watermark_offsets(rk.get(), topic.c_str(), p, &lo, &hi, left());
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      rd_kafka_topic_partition_list_destroy(list);
+      return std::unexpected(std::string("cannot read the offsets of ") + topic + ": " +
+                             rd_kafka_err2str(err));
+    }
+    if (hi <= lo) continue;
+    end[p] = hi;
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    pending.insert(p);
+  }
+  std::optional<StreamPosition> last;
+  if (pending.empty()) {
+    rd_kafka_topic_partition_list_destroy(list);
+    return last;
+  }
+  rd_kafka_assign(rk.get(), list);
+  rd_kafka_topic_partition_list_destroy(list);
+  // Up to the end: with read_committed, the end-of-partition event comes at the last stable
+  // offset, after the last committed record (aborted records and control records are skipped);
+  // a record at the high watermark's last offset ends a partition too (a broker without control
+  // records, such as librdkafka's mock cluster).
+  while (!pending.empty()) {
+    if (left() == 0) {
+      rd_kafka_assign(rk.get(), nullptr);
+      rd_kafka_consumer_close(rk.get());
+      return std::unexpected("cannot read " + topic + " to its end within " +
+                             std::to_string(timeout.count()) +
+                             " ms (a transaction of another producer may still be open)");
+    }
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk.get(), std::min(left(), 200));
+    if (m == nullptr) continue;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      pending.erase(m->partition);
+    } else if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      const std::string_view k(static_cast<const char*>(m->key), m->key_len);
+      if (m->key != nullptr && k == key && m->payload != nullptr) {
+        if (auto p =
+                decode_position(std::string_view(static_cast<const char*>(m->payload), m->len))) {
+          last = std::move(*p);
+        } else {
+          spdlog::warn("ignoring an unreadable position record in {} at offset {}", topic,
+                       m->offset);
+        }
+      }
+      if (m->offset + 1 >= end[m->partition]) pending.erase(m->partition);
+    } else if (m->err == RD_KAFKA_RESP_ERR__UNKNOWN_GROUP || m->err == RD_KAFKA_RESP_ERR__FATAL) {
+      const std::string why = rd_kafka_message_errstr(m);
+      rd_kafka_message_destroy(m);
+      rd_kafka_assign(rk.get(), nullptr);
+      rd_kafka_consumer_close(rk.get());
+      return std::unexpected("reading " + topic + ": " + why);
+    } else {
+      spdlog::debug("reading {}: {}", topic, rd_kafka_message_errstr(m));
+    }
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_assign(rk.get(), nullptr);
+  rd_kafka_consumer_close(rk.get());
+  return last;
+}
+
+}  // namespace walrelay::sink

@@ -1,0 +1,222 @@
+// Component tests of delivery exactly_once's Kafka side (sink/kafka_transactions.hpp) against
+// librdkafka's mock cluster, which implements the transaction coordinator: the transactional calls
+// and how their failures are classified (librdkafka INTRODUCTION.md "Transactional Producer":
+// retriable / abort / fatal), an injected abortable error, fencing by a second producer with the
+// same transactional.id (KIP-98), and the position record read back at start-up.
+//
+// The mock cluster does not filter aborted records for read_committed consumers; what a
+// read_committed consumer sees after aborts and kills is checked on real Kafka
+// (tests/integration/durability/exactly_once_test.cpp).
+
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "walrelay/config/config.hpp"
+#include "walrelay/core/lsn.hpp"
+#include "walrelay/core/record.hpp"
+#include "walrelay/sink/kafka_producer.hpp"
+#include "walrelay/sink/kafka_transactions.hpp"
+
+namespace walrelay::sink {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+constexpr std::int16_t kProduceApiKey = 0;  // RD_KAFKAP_Produce
+constexpr std::int16_t kEndTxnApiKey = 26;  // RD_KAFKAP_EndTxn
+
+class TransactionsMockTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char errstr[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(conf, [](const rd_kafka_t*, int, const char*, const char*) {});
+    mock_rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    ASSERT_NE(mock_rk_, nullptr) << errstr;
+    mcluster_ = rd_kafka_mock_cluster_new(mock_rk_, 3);
+    ASSERT_NE(mcluster_, nullptr);
+    bootstraps_ = rd_kafka_mock_cluster_bootstraps(mcluster_);
+    ASSERT_EQ(rd_kafka_mock_topic_create(mcluster_, "events", 3, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
+    ASSERT_EQ(rd_kafka_mock_topic_create(mcluster_, "app.walrelay.positions", 1, 1),
+              RD_KAFKA_RESP_ERR_NO_ERROR);
+  }
+
+  void TearDown() override {
+    for (auto& p : producers_) p->stop();
+    io_.restart();
+    io_.poll();
+    producers_.clear();
+    if (mcluster_ != nullptr) rd_kafka_mock_cluster_destroy(mcluster_);
+    if (mock_rk_ != nullptr) rd_kafka_destroy(mock_rk_);
+  }
+
+  [[nodiscard]] config::KafkaConfig kafka_config() const {
+    config::KafkaConfig cfg;
+    cfg.bootstrap_servers = bootstraps_;
+    cfg.properties = {{"retry.backoff.ms", "50"}, {"reconnect.backoff.ms", "50"}};
+    return cfg;
+  }
+
+  /// A transactional producer with walrelay's settings for connector `name`.
+  KafkaProducer& make_producer(const std::string& name) {
+    producers_.push_back(std::make_unique<KafkaProducer>(
+        io_.get_executor(), transactional_properties(kafka_config(), transactional_id_for(name)),
+        "walrelay-" + name,
+        [this](const DeliveryReport& r) {
+          if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR) failed_reports_.push_back(r.err);
+        },
+        [this](const std::string& reason) { fatal_.push_back(reason); }));
+    producers_.back()->start();
+    return *producers_.back();
+  }
+
+  static rd_kafka_resp_err_t produce(KafkaProducer& p, const std::string& topic,
+                                     const std::string& key, const std::string& value) {
+    Record rec{topic, std::string_view(key), std::string_view(value), {}, 0};
+    return p.produce(rec, 1);
+  }
+
+  rd_kafka_t* mock_rk_ = nullptr;
+  rd_kafka_mock_cluster_t* mcluster_ = nullptr;
+  std::string bootstraps_;
+  asio::io_context io_;
+  std::vector<std::unique_ptr<KafkaProducer>> producers_;
+  std::vector<rd_kafka_resp_err_t> failed_reports_;
+  std::vector<std::string> fatal_;
+};
+
+TEST(Position, EncodesAndDecodesTheIssueFields) {
+  const StreamPosition p{"7312345678901234567", 2, Lsn(0x16B3748), 41};
+  const std::string text = encode_position(p);
+  EXPECT_EQ(text,
+            R"({"system_id":"7312345678901234567","timeline":2,"lsn":"0/16B3748","index":41})");
+  const auto back = decode_position(text);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->system_id, p.system_id);
+  EXPECT_EQ(back->timeline, 2u);
+  EXPECT_EQ(back->lsn, Lsn(0x16B3748));
+  EXPECT_EQ(back->index, 41);
+  EXPECT_EQ(decode_position(R"({"system_id":"1","timeline":1,"lsn":"0/10","index":-1})")->index,
+            -1);
+  EXPECT_FALSE(decode_position("{}").has_value());
+  EXPECT_FALSE(decode_position(R"({"system_id":"1","timeline":1,"lsn":"x","index":-1})"));
+  EXPECT_FALSE(decode_position(R"({"system_id":"1","timeline":1,"lsn":"0/10","index":-2})"));
+  EXPECT_EQ(positions_topic("app"), "app.walrelay.positions");
+  EXPECT_EQ(transactional_id_for("orders"), "walrelay-orders");
+}
+
+TEST(TransactionalProperties, SetsTheIdAndATransactionBoundMessageTimeout) {
+  config::KafkaConfig cfg;
+  auto out = transactional_properties(cfg, "walrelay-a");
+  EXPECT_EQ(out.properties.at("transactional.id"), "walrelay-a");
+  EXPECT_EQ(out.properties.at("transaction.timeout.ms"), "60000");
+  EXPECT_EQ(out.properties.at("message.timeout.ms"), "60000");
+  cfg.properties = {{"transaction.timeout.ms", "30000"}, {"transactional.id", "mine"}};
+  out = transactional_properties(cfg, "walrelay-a");
+  EXPECT_EQ(out.properties.at("transactional.id"), "mine");  // kafka.properties wins
+  EXPECT_EQ(out.properties.at("message.timeout.ms"), "30000");
+}
+
+// Records and the position record in one transaction, twice; the last one is read back.
+TEST_F(TransactionsMockTest, CommittedPositionIsReadBack) {
+  KafkaProducer& p = make_producer("app");
+  KafkaTransactions txn(p);
+  ASSERT_TRUE(txn.init(30s).ok());
+  EXPECT_FALSE(read_position(kafka_config(), "app.walrelay.positions", "app", 30s)->has_value());
+  for (int t = 1; t <= 2; ++t) {
+    ASSERT_TRUE(txn.begin().ok());
+    EXPECT_TRUE(txn.open());
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_EQ(produce(p, "events", "k" + std::to_string(i), "v"), RD_KAFKA_RESP_ERR_NO_ERROR);
+    }
+    const StreamPosition pos{"42", 1, Lsn(0x1000u * static_cast<unsigned>(t)), -1};
+    ASSERT_EQ(produce(p, "app.walrelay.positions", "app", encode_position(pos)),
+              RD_KAFKA_RESP_ERR_NO_ERROR);
+    const TxnResult r = txn.commit(30s);
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_FALSE(txn.open());
+  }
+  EXPECT_TRUE(failed_reports_.empty());
+  EXPECT_TRUE(fatal_.empty());
+  const auto read = read_position(kafka_config(), "app.walrelay.positions", "app", 30s);
+  ASSERT_TRUE(read.has_value()) << read.error();
+  ASSERT_TRUE(read->has_value());
+  EXPECT_EQ((*read)->lsn, Lsn(0x2000));
+  EXPECT_EQ((*read)->index, -1);
+  // Another connector's key is not this one's position.
+  EXPECT_FALSE(read_position(kafka_config(), "app.walrelay.positions", "other", 30s)->has_value());
+}
+
+// An injected produce error that makes the transaction abortable: commit says kAbort, abort
+// succeeds, and the next transaction commits (the connector replays the aborted one).
+TEST_F(TransactionsMockTest, AbortableProduceErrorAbortsAndTheNextTransactionCommits) {
+  KafkaProducer& p = make_producer("app");
+  KafkaTransactions txn(p);
+  ASSERT_TRUE(txn.init(30s).ok());
+  ASSERT_TRUE(txn.begin().ok());
+  rd_kafka_mock_push_request_errors(mcluster_, kProduceApiKey, 1,
+                                    RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+  ASSERT_EQ(produce(p, "events", "k", "doomed"), RD_KAFKA_RESP_ERR_NO_ERROR);
+  const TxnResult c = txn.commit(30s);
+  EXPECT_EQ(c.action, TxnAction::kAbort) << c.message;
+  EXPECT_FALSE(failed_reports_.empty()) << "the failed record's delivery report";
+  const TxnResult a = txn.abort(30s);
+  ASSERT_TRUE(a.ok()) << a.message;
+  EXPECT_FALSE(txn.open());
+  // The connector replays: abort again on kAbort (librdkafka bumps the epoch after a failed
+  // idempotent sequence, KIP-360, which may take one more aborted attempt), never fatal.
+  TxnResult again;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    ASSERT_TRUE(txn.begin().ok());
+    ASSERT_EQ(produce(p, "events", "k", "replayed"), RD_KAFKA_RESP_ERR_NO_ERROR);
+    again = txn.commit(30s);
+    if (again.action != TxnAction::kAbort) break;
+    ASSERT_TRUE(txn.abort(30s).ok());
+  }
+  EXPECT_TRUE(again.ok()) << static_cast<int>(again.action) << " " << again.message;
+  EXPECT_TRUE(fatal_.empty());
+}
+
+// A retriable EndTxn error (coordinator moved) is retried by the same call or the next one.
+TEST_F(TransactionsMockTest, CoordinatorMovedDuringCommitIsRetriable) {
+  KafkaProducer& p = make_producer("app");
+  KafkaTransactions txn(p);
+  ASSERT_TRUE(txn.init(30s).ok());
+  ASSERT_TRUE(txn.begin().ok());
+  ASSERT_EQ(produce(p, "events", "k", "v"), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_mock_push_request_errors(mcluster_, kEndTxnApiKey, 2, RD_KAFKA_RESP_ERR_NOT_COORDINATOR,
+                                    RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE);
+  TxnResult r = txn.commit(30s);
+  for (int i = 0; i < 5 && r.action == TxnAction::kRetry; ++i) r = txn.commit(30s);
+  EXPECT_TRUE(r.ok()) << r.message;
+  EXPECT_TRUE(fatal_.empty());
+}
+
+// Fencing (KIP-98): librdkafka reports a newer producer with the same transactional.id as a
+// fatal error whose cause is ERR__FENCED or PRODUCER_FENCED; walrelay stops on it (exit 8)
+// instead of creating a new producer. (librdkafka 2.0.2's mock cluster does not bump epochs, so
+// the fencing itself is tested on real Kafka.)
+TEST(ClassifyTxnError, FollowsLibrdkafkasTransactionalErrorRules) {
+  EXPECT_TRUE(classify_txn_error(nullptr, nullptr).ok());
+  EXPECT_EQ(
+      classify_txn_error(nullptr, rd_kafka_error_new(RD_KAFKA_RESP_ERR__TIMED_OUT, "t")).action,
+      TxnAction::kAbort);  // not flagged retriable by rd_kafka_error_new: state unknown
+  EXPECT_EQ(classify_txn_error(nullptr, rd_kafka_error_new(RD_KAFKA_RESP_ERR__FENCED, "f")).action,
+            TxnAction::kFenced);
+  EXPECT_EQ(classify_txn_error(nullptr, rd_kafka_error_new(RD_KAFKA_RESP_ERR_PRODUCER_FENCED, "f"))
+                .action,
+            TxnAction::kFenced);
+  EXPECT_TRUE(is_fencing_error(RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH));
+  EXPECT_FALSE(is_fencing_error(RD_KAFKA_RESP_ERR_NOT_COORDINATOR));
+}
+
+}  // namespace
+}  // namespace walrelay::sink
