@@ -349,15 +349,27 @@ bool Catalog::cached(std::string_view schema, std::string_view table) const {
 void Catalog::prefetch(std::string_view schema, std::string_view table,
                        std::function<void()> done) {
   auto load = std::make_shared<Load>(schema, table, types_);
-  prefetch_step(std::move(load), table_key(schema, table), std::move(done));
+  std::string key = table_key(schema, table);
+  load_async(std::move(load), key, [this, key, done = std::move(done)] {
+    prefetched_[key] = true;  // answered from the cache, also as a failed lookup was
+    done();
+  });
 }
 
-void Catalog::prefetch_step(std::shared_ptr<Load> load, std::string key,
-                            std::function<void()> done) {
+void Catalog::reload(std::string_view schema, std::string_view table,
+                     std::function<void(const router::TableSchema*)> done) {
+  auto load = std::make_shared<Load>(schema, table, types_);
+  std::string key = table_key(schema, table);
+  load_async(std::move(load), key, [this, key, done = std::move(done)] {
+    auto it = tables_.find(key);
+    done(it != tables_.end() ? it->second.get() : nullptr);
+  });
+}
+
+void Catalog::load_async(std::shared_ptr<Load> load, std::string key, std::function<void()> done) {
   auto q = load->next();
   if (!q) {
     install(key, load->result());
-    prefetched_[key] = true;
     done();
     return;
   }
@@ -368,11 +380,10 @@ void Catalog::prefetch_step(std::shared_ptr<Load> load, std::string key,
                    const auto nul = key.find('\0');
                    spdlog::warn("catalog lookup of {}.{} failed: {}", key.substr(0, nul),
                                 key.substr(nul + 1), last_error_);
-                   prefetched_[key] = true;  // answered from the cache: as a failed lookup was
                    done();
                    return;
                  }
-                 prefetch_step(std::move(load), std::move(key), std::move(done));
+                 load_async(std::move(load), std::move(key), std::move(done));
                });
 }
 

@@ -54,6 +54,12 @@ class Catalog final : public router::SchemaProvider {
   /// end_prefetch(), table() answers this table from the cache without a query, also with
   /// `refresh`. Connects (without blocking) first if the connection was lost.
   void prefetch(std::string_view schema, std::string_view table, std::function<void()> done);
+  /// Reads the table's shape again without blocking (after whatever is queued on the non-blocking
+  /// connection) into the cache, and calls `done` on the executor with the current shape: nullptr
+  /// when the table does not exist; when the lookup failed (logged, last_error()), what the cache
+  /// had (nullptr if nothing). Unlike prefetch(), table() with `refresh` still queries afterwards.
+  void reload(std::string_view schema, std::string_view table,
+              std::function<void(const router::TableSchema*)> done);
   /// Ends the answers from the cache that prefetch() promised.
   void end_prefetch() { prefetched_.clear(); }
   /// Gives up running prefetches (their `done` is never called) by closing the connection; the
@@ -73,7 +79,9 @@ class Catalog final : public router::SchemaProvider {
   /// Puts a loaded shape (nullptr: the table does not exist) under `key`; returns the current.
   const router::TableSchema* install(const std::string& key,
                                      std::unique_ptr<router::TableSchema> loaded);
-  void prefetch_step(std::shared_ptr<Load> load, std::string key, std::function<void()> done);
+  /// Runs `load`'s queries on the non-blocking connection, installs the shape under `key` and
+  /// calls `done` (also when a query failed: logged, the cache keeps what it had).
+  void load_async(std::shared_ptr<Load> load, std::string key, std::function<void()> done);
   /// The blocking connection: connects (blocking) when closed or broken; nullptr when connecting
   /// fails (last_error_ says why).
   PGconn* blocking_connection();

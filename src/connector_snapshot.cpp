@@ -217,8 +217,14 @@ void Connector::start_incremental() {
   snapshot::IncrementalSnapshot::Settings settings{
       cfg_.source.conninfo, "walrelay-snapshot-" + cfg_.name, cfg_.snapshot.chunk_size,
       transcoder_.mode() == decoder::TranscodeMode::kValidate};
+  // Each chunk reads its table's shape on the catalog's non-blocking connection.
+  auto read_shape = [this](const std::string& schema, const std::string& table,
+                           std::function<void(const router::TableSchema*)> done) {
+    catalog_->reload(schema, table, std::move(done));
+  };
   incremental_ = std::make_unique<snapshot::IncrementalSnapshot>(
-      io_.get_executor(), std::move(settings), *router_, *catalog_, *incremental_store_, progress);
+      io_.get_executor(), std::move(settings), *router_, *catalog_, std::move(read_shape),
+      *incremental_store_, progress);
 
   // Tables added to the configuration since the slot's snapshots: offer their rows.
   if (cfg_.snapshot.mode == "never" || cfg_.snapshot.new_tables != "incremental") {

@@ -62,7 +62,18 @@ void AsyncPgConnection::close() {
 }
 
 void AsyncPgConnection::query(std::string sql, std::vector<std::string> params, Done done) {
-  queue_.push_back(Pending{std::move(sql), std::move(params), std::move(done)});
+  Pending p{std::move(sql), {}, {}, !params.empty(), std::move(done)};
+  p.params.reserve(params.size());
+  for (auto& v : params) p.params.emplace_back(std::move(v));
+  queue_.push_back(std::move(p));
+  pump();
+}
+
+void AsyncPgConnection::query_params(std::string sql,
+                                     std::vector<std::optional<std::string>> params,
+                                     std::vector<unsigned int> types, Done done) {
+  queue_.push_back(
+      Pending{std::move(sql), std::move(params), std::move(types), true, std::move(done)});
   pump();
 }
 
@@ -86,9 +97,12 @@ void AsyncPgConnection::fail(const std::string& error) {
   }
   drop_connection();
   for (auto& p : failed) {
-    asio::post(executor_, [alive = std::weak_ptr<int>(alive_), done = std::move(p.done), error] {
-      if (!alive.expired()) done(std::unexpected(error));
-    });
+    asio::post(executor_,
+               [this, alive = std::weak_ptr<int>(alive_), done = std::move(p.done), error] {
+                 if (alive.expired()) return;
+                 last_sqlstate_.clear();
+                 done(std::unexpected(error));
+               });
   }
   // The rest connects again, after the callbacks above (they may close or queue more).
   asio::post(executor_, [this, alive = std::weak_ptr<int>(alive_)] {
@@ -98,8 +112,9 @@ void AsyncPgConnection::fail(const std::string& error) {
 
 void AsyncPgConnection::start_connect() {
   drop_connection();
-  const char* keywords[] = {"dbname", "application_name", nullptr};
-  const char* values[] = {conninfo_.c_str(), application_name_.c_str(), nullptr};
+  const char* keywords[] = {"dbname", "application_name", "options", nullptr};
+  const char* values[] = {conninfo_.c_str(), application_name_.c_str(), options_.c_str(), nullptr};
+  if (options_.empty()) keywords[2] = nullptr;  // the conninfo's own options, if any
   conn_ = PQconnectStartParams(keywords, values, /*expand_dbname=*/1);
   connecting_ = true;
   if (conn_ == nullptr || PQstatus(conn_) == CONNECTION_BAD) {
@@ -138,7 +153,7 @@ void AsyncPgConnection::poll_connect(PostgresPollingStatusType last) {
       PQsetnonblocking(conn_, 1);
       if (std::string set = walrelay_client_encoding_sql(conn_); !set.empty()) {
         // Runs before anything queued; a refusal fails the connection (and what waits for it).
-        queue_.push_front(Pending{std::move(set), {}, [this](const Result& r) {
+        queue_.push_front(Pending{std::move(set), {}, {}, false, [this](const Result& r) {
                                     if (!r) {
                                       connecting_ = true;  // fail every queued query
                                       fail("cannot set client_encoding: " + r.error());
@@ -185,15 +200,19 @@ void AsyncPgConnection::send_front() {
   const Pending& p = queue_.front();
   rows_.clear();
   error_.clear();
+  sqlstate_.clear();
   int sent = 0;
-  if (p.params.empty()) {
+  if (!p.extended) {
     sent = PQsendQuery(conn_, p.sql.c_str());
   } else {
     std::vector<const char*> values;
     values.reserve(p.params.size());
-    for (const auto& v : p.params) values.push_back(v.c_str());
-    sent = PQsendQueryParams(conn_, p.sql.c_str(), static_cast<int>(values.size()), nullptr,
-                             values.data(), nullptr, nullptr, 0);
+    for (const auto& v : p.params) values.push_back(v ? v->c_str() : nullptr);
+    std::vector<unsigned int> types = p.types;
+    types.resize(p.params.size(), 0);
+    sent = PQsendQueryParams(conn_, p.sql.c_str(), static_cast<int>(values.size()),
+                             types.empty() ? nullptr : types.data(), values.data(), nullptr,
+                             nullptr, 0);
   }
   running_ = true;
   if (sent == 0) {
@@ -248,20 +267,26 @@ void AsyncPgConnection::read_result() {
     } else if (error_.empty()) {
       error_ = trim(PQresultErrorMessage(res));
       if (error_.empty()) error_ = PQresStatus(st);
+      const char* state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+      sqlstate_ = state != nullptr ? state : "";
     }
     PQclear(res);
   }
   Rows rows = std::move(rows_);
   std::string error = std::move(error_);
+  std::string sqlstate = std::move(sqlstate_);
   rows_.clear();
   error_.clear();
+  sqlstate_.clear();
   Pending done = std::move(queue_.front());
   queue_.pop_front();
   running_ = false;
   Result result = error.empty() ? Result(std::move(rows)) : std::unexpected(std::move(error));
-  asio::post(executor_, [alive = std::weak_ptr<int>(alive_), done = std::move(done.done),
-                         result = std::move(result)]() mutable {
-    if (!alive.expired()) done(std::move(result));
+  asio::post(executor_, [this, alive = std::weak_ptr<int>(alive_), done = std::move(done.done),
+                         result = std::move(result), sqlstate = std::move(sqlstate)]() mutable {
+    if (alive.expired()) return;
+    last_sqlstate_ = std::move(sqlstate);
+    done(std::move(result));
   });
   if (PQstatus(conn_) != CONNECTION_OK) {
     fail(error_of(conn_));  // nothing runs now: only closes; the next query connects again

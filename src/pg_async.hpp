@@ -52,6 +52,21 @@ class AsyncPgConnection {
   /// parameters `$1`… `done` is called on the executor thread, never from inside this call.
   void query(std::string sql, std::vector<std::string> params, Done done);
 
+  /// Queues `sql` as one extended-protocol statement (also without parameters) with text
+  /// parameters `$1`… (`params[i]` nullopt = SQL NULL; `types[i]` the parameter's type OID, 0 or
+  /// missing to let the server infer it). `done` as for query().
+  void query_params(std::string sql, std::vector<std::optional<std::string>> params,
+                    std::vector<unsigned int> types, Done done);
+
+  /// Sets the `options` startup parameter (libpq's keyword: `-c name=value` settings) of the
+  /// connections made from now on; empty for none.
+  void set_startup_options(std::string options) { options_ = std::move(options); }
+
+  /// The SQLSTATE (PostgreSQL docs Appendix A) of the error a query's `done` was just called
+  /// with, e.g. 42P01 undefined_table; empty for a success or a connection failure. Valid inside
+  /// `done`.
+  [[nodiscard]] const std::string& last_sqlstate() const { return last_sqlstate_; }
+
   /// True while connecting or while a query is queued or running.
   [[nodiscard]] bool busy() const;
 
@@ -61,7 +76,9 @@ class AsyncPgConnection {
  private:
   struct Pending {
     std::string sql;
-    std::vector<std::string> params;
+    std::vector<std::optional<std::string>> params;
+    std::vector<unsigned int> types;
+    bool extended = false;  // PQsendQueryParams, else PQsendQuery
     Done done;
   };
   void pump();
@@ -86,8 +103,11 @@ class AsyncPgConnection {
   std::unique_ptr<boost::asio::posix::stream_descriptor> socket_;
   boost::asio::steady_timer connect_timer_;
   std::deque<Pending> queue_;
-  Rows rows_;          // the running query's last result so far
-  std::string error_;  // and its first error
+  Rows rows_;                  // the running query's last result so far
+  std::string error_;          // and its first error
+  std::string sqlstate_;       // its first error's SQLSTATE
+  std::string last_sqlstate_;  // of the error `done` is called with
+  std::string options_;        // startup options
   bool connecting_ = false;
   bool running_ = false;          // the queue's front has been sent
   std::uint64_t generation_ = 0;  // bumped when the connection closes: stale waits do nothing

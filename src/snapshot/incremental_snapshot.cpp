@@ -30,7 +30,7 @@ std::string window_key(std::string_view topic, std::string_view key) {
 
 IncrementalSnapshot::IncrementalSnapshot(asio::any_io_executor executor, Settings settings,
                                          router::EventRouter& router,
-                                         router::SchemaProvider& schemas,
+                                         router::SchemaProvider& schemas, ShapeReader read_shape,
                                          SnapshotProgressStore& store, SnapshotProgress progress)
     : executor_(std::move(executor)),
       settings_(std::move(settings)),
@@ -38,6 +38,7 @@ IncrementalSnapshot::IncrementalSnapshot(asio::any_io_executor executor, Setting
       schemas_(schemas),
       store_(store),
       progress_(std::move(progress)),
+      read_shape_(std::move(read_shape)),
       retry_timer_(executor_) {
   for (const auto& t : progress_.tables) {
     if (!t.done) {
@@ -55,17 +56,25 @@ bool IncrementalSnapshot::busy() const {
   return phase_ != Phase::kIdle || next_table().has_value();
 }
 
-bool IncrementalSnapshot::write_watermark(const std::string& kind) {
+void IncrementalSnapshot::write_watermark(const std::string& kind, std::function<void()> then) {
+  AsyncPgConnection* conn = connection();
+  if (conn == nullptr) return;
   // A transactional logical message, committed on its own (autocommit): it enters the stream at
-  // its commit, in commit order with every other transaction.
-  if (auto r = conn_->exec("SELECT pg_logical_emit_message(true, " +
-                           replication::quote_literal(kWatermarkPrefix) + ", " +
-                           replication::quote_literal(kind + ":" + chunk_id_) + ")");
-      !r) {
-    retry_later("cannot write the " + kind + " watermark: " + r.error());
-    return false;
-  }
-  return true;
+  // its commit, in commit order with every other transaction. Its message may reach the stream
+  // before this write's answer does.
+  conn->query_params("SELECT pg_logical_emit_message(true, " +
+                         replication::quote_literal(kWatermarkPrefix) + ", " +
+                         replication::quote_literal(kind + ":" + chunk_id_) + ")",
+                     {}, {},
+                     [this, alive = std::weak_ptr<int>(alive_), id = chunk_id_, kind,
+                      then = std::move(then)](AsyncPgConnection::Result r) {
+                       if (alive.expired() || !current(id)) return;
+                       if (!r) {
+                         retry_later("cannot write the " + kind + " watermark: " + r.error());
+                         return;
+                       }
+                       then();
+                     });
 }
 
 void IncrementalSnapshot::on_truncated(std::string_view topic) {
@@ -161,9 +170,10 @@ void IncrementalSnapshot::stop(const std::vector<std::pair<std::string, std::str
     persist([](TableProgress& d) { d.done = true; }, t.schema, t.table);
     spdlog::info("incremental snapshot of {}.{} stopped after {} rows", t.schema, t.table, t.rows);
     if (phase_ != Phase::kIdle && table_ == i) {
-      // The chunk in flight is dropped: its watermarks are ignored when they arrive.
+      // The chunk in flight is dropped: its watermarks are ignored when they arrive, and the
+      // answers of its queries (current() is false for them).
       if (phase_ == Phase::kReading && conn_) {
-        conn_->close();  // its query's result must not arrive for another chunk
+        conn_->close();  // ends its transaction, and a SELECT waiting on a lock
         conn_.reset();
       }
       phase_ = Phase::kIdle;
@@ -199,16 +209,18 @@ void IncrementalSnapshot::persist(const std::function<void(TableProgress&)>& cha
   }
 }
 
-bool IncrementalSnapshot::ensure_connected() {
-  if (conn_) return true;
-  conn_ = std::make_unique<SnapshotConnection>(executor_, settings_.conninfo,
-                                               settings_.application_name);
-  if (auto c = conn_->connect(); !c) {
-    conn_.reset();
-    retry_later(c.error());
-    return false;
+AsyncPgConnection* IncrementalSnapshot::connection() {
+  if (conn_) return conn_.get();
+  // The settings the replication connection pins, so value texts equal wal2json's.
+  auto options = replication::pinned_startup_options(settings_.conninfo);
+  if (!options) {
+    retry_later(options.error());
+    return nullptr;
   }
-  return true;
+  conn_ = std::make_unique<AsyncPgConnection>(executor_, settings_.conninfo,
+                                              settings_.application_name);
+  conn_->set_startup_options(std::move(*options));
+  return conn_.get();
 }
 
 void IncrementalSnapshot::retry_later(const std::string& why) {
@@ -229,74 +241,103 @@ void IncrementalSnapshot::kick() {
 }
 
 void IncrementalSnapshot::start_chunk() {
-  if (!ensure_connected()) return;
   table_ = *next_table();
   TableProgress& t = progress_.tables[table_];
+  chunk_id_ = std::to_string(::getpid()) + "-" + std::to_string(++chunk_counter_);
+  phase_ = Phase::kPreparing;
+  topic_ = router_.topic_of(t.schema, t.table);
+  window_open_ = false;
+  window_keys_.clear();
+  pre_window_keys_.clear();
+  truncated_ = false;
+  rows_.clear();
   // The table's current shape, read again for every chunk: columns added since the last chunk
   // are read too (the catalog returns the same shape when nothing changed).
-  const router::TableSchema* shape = schemas_.table(t.schema, t.table, /*refresh=*/true);
+  read_shape_(
+      t.schema, t.table,
+      [this, alive = std::weak_ptr<int>(alive_), id = chunk_id_](const router::TableSchema* shape) {
+        if (!alive.expired() && current(id) && phase_ == Phase::kPreparing) {
+          on_shape(shape);
+        }
+      });
+}
+
+void IncrementalSnapshot::on_shape(const router::TableSchema* shape) {
+  TableProgress& t = progress_.tables[table_];
   auto plan = shape != nullptr ? make_read_plan(*shape, router_.key_columns_of(t.schema, t.table))
                                : std::nullopt;
   if (!plan || plan->key.empty()) {
     spdlog::warn("incremental snapshot: {}.{} no longer exists or has no key; skipping it",
                  t.schema, t.table);
     t.done = true;
+    phase_ = Phase::kIdle;
+    chunk_id_.clear();
     persist([](TableProgress& d) { d.done = true; }, t.schema, t.table);
     kick();
     return;
   }
   plan_ = std::move(*plan);
-  topic_ = router_.topic_of(t.schema, t.table);
   if (t.chunks == 0) superseded_ = 0;
   if (t.rows == 0 && !t.last_key)
     spdlog::info("incremental snapshot: reading {}.{}", t.schema, t.table);
-  chunk_id_ = std::to_string(::getpid()) + "-" + std::to_string(++chunk_counter_);
-  window_open_ = false;
-  window_keys_.clear();
-  pre_window_keys_.clear();
-  truncated_ = false;
-  rows_.clear();
-  // 1. The low watermark, committed before the chunk's SELECT starts.
-  if (!write_watermark("low")) return;
+  // 1. The low watermark, committed before the chunk's SELECT starts. Keys streamed from here on
+  // are collected (before the low watermark's message: with their transactions).
   phase_ = Phase::kReading;
-  // 2. The chunk in a REPEATABLE READ transaction whose snapshot is read back after it.
-  if (auto b = conn_->exec("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"); !b) {
-    retry_later("cannot start the chunk's transaction: " + b.error());
-    return;
-  }
-  std::vector<std::optional<std::string>> params;
-  std::vector<unsigned int> types;
-  if (t.last_key) {
-    params = *t.last_key;
-    types = plan_.key_types;
-  }
-  conn_->async_query(
-      chunk_query(plan_, t.last_key.has_value(), settings_.chunk_size), params, types,
-      [this, alive = std::weak_ptr<int>(alive_)](std::expected<ResultPtr, std::string> r) {
-        if (!alive.expired()) on_rows(std::move(r));
+  write_watermark("low", [this] { read_chunk(); });
+}
+
+void IncrementalSnapshot::read_chunk() {
+  AsyncPgConnection* conn = connection();
+  if (conn == nullptr) return;
+  // 2. The chunk in a REPEATABLE READ transaction whose snapshot is read back after it. Each
+  // statement is sent once the one before succeeded: a reconnect between them would run the rest
+  // outside the transaction.
+  conn->query(
+      "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", {},
+      [this, alive = std::weak_ptr<int>(alive_), id = chunk_id_](AsyncPgConnection::Result b) {
+        if (alive.expired() || !current(id)) return;
+        if (!b) {
+          retry_later("cannot start the chunk's transaction: " + b.error());
+          return;
+        }
+        const TableProgress& t = progress_.tables[table_];
+        std::vector<std::optional<std::string>> params;
+        std::vector<unsigned int> types;
+        if (t.last_key) {
+          params = *t.last_key;
+          types = plan_.key_types;
+        }
+        conn_->query_params(chunk_query(plan_, t.last_key.has_value(), settings_.chunk_size),
+                            std::move(params), std::move(types),
+                            [this, alive, id](AsyncPgConnection::Result r) {
+                              if (!alive.expired() && current(id) && phase_ == Phase::kReading) {
+                                on_rows(std::move(r));
+                              }
+                            });
       });
 }
 
-void IncrementalSnapshot::on_rows(std::expected<ResultPtr, std::string> result) {
-  if (phase_ != Phase::kReading) return;  // stopped meanwhile
+void IncrementalSnapshot::on_rows(AsyncPgConnection::Result result) {
   if (!result) {
-    (void)conn_->exec("ROLLBACK");
+    const std::string sqlstate = conn_->last_sqlstate();
+    conn_->query("ROLLBACK", {}, [](const AsyncPgConnection::Result&) {});
     TableProgress& t = progress_.tables[table_];
-    if (is_changed_columns(conn_->last_sqlstate())) {
-      // A column was dropped or renamed: the next chunk is planned on the table's new shape.
+    if (is_changed_columns(sqlstate)) {
+      // A column was dropped or renamed: the next chunk is planned on the table's new shape
+      // (each chunk reads it again).
       spdlog::warn(
           "incremental snapshot: the columns of {}.{} changed ({}); reading its shape "
           "again",
           t.schema, t.table, result.error());
-      (void)schemas_.table(t.schema, t.table, /*refresh=*/true);
       retry_later("chunk of " + t.schema + "." + t.table + " is read again");
       return;
     }
-    if (is_dropped_table(conn_->last_sqlstate())) {
+    if (is_dropped_table(sqlstate)) {
       spdlog::warn("incremental snapshot: {}.{} was dropped ({}); nothing more of it is read",
                    t.schema, t.table, result.error());
       t.done = true;
       phase_ = Phase::kIdle;
+      chunk_id_.clear();
       persist([](TableProgress& d) { d.done = true; }, t.schema, t.table);
       kick();
       return;
@@ -304,16 +345,26 @@ void IncrementalSnapshot::on_rows(std::expected<ResultPtr, std::string> result) 
     retry_later("chunk of " + t.schema + "." + t.table + " failed: " + result.error());
     return;
   }
+  rows_ = std::move(*result);
+  last_chunk_ = rows_.size() < settings_.chunk_size;
   // The snapshot the SELECT used: which transactions it saw (PostgreSQL docs §9.27.5,
   // pg_current_snapshot: xmin:xmax:xip_list).
-  auto snap = conn_->exec("SELECT pg_current_snapshot()::text");
-  (void)conn_->exec("COMMIT");
-  if (!snap || PQntuples(snap->get()) != 1) {
-    retry_later("cannot read the chunk's snapshot");
+  conn_->query(
+      "SELECT pg_current_snapshot()::text", {},
+      [this, alive = std::weak_ptr<int>(alive_), id = chunk_id_](AsyncPgConnection::Result snap) {
+        if (!alive.expired() && current(id) && phase_ == Phase::kReading) {
+          on_snapshot(std::move(snap));
+        }
+      });
+}
+
+void IncrementalSnapshot::on_snapshot(AsyncPgConnection::Result snap) {
+  if (!snap || snap->size() != 1 || snap->front().empty() || !snap->front()[0]) {
+    retry_later("cannot read the chunk's snapshot" + (snap ? std::string() : ": " + snap.error()));
     return;
   }
   {
-    const std::string text = PQgetvalue(snap->get(), 0, 0);
+    const std::string& text = *snap->front()[0];
     const auto c1 = text.find(':');
     const auto c2 = text.find(':', c1 + 1);
     snap_xmax_ = static_cast<std::uint32_t>(std::strtoull(text.c_str() + c1 + 1, nullptr, 10));
@@ -326,26 +377,13 @@ void IncrementalSnapshot::on_rows(std::expected<ResultPtr, std::string> result) 
       at = comma + 1;
     }
   }
-  PGresult* res = result->get();
-  const int n = PQntuples(res);
-  const int cols = PQnfields(res);
-  rows_.resize(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    auto& row = rows_[static_cast<std::size_t>(r)];
-    row.resize(static_cast<std::size_t>(cols));
-    for (int c = 0; c < cols; ++c) {
-      if (PQgetisnull(res, r, c) != 0) {
-        row[static_cast<std::size_t>(c)] = std::nullopt;
-      } else {
-        row[static_cast<std::size_t>(c)] =
-            std::string(PQgetvalue(res, r, c), static_cast<std::size_t>(PQgetlength(res, r, c)));
-      }
-    }
-  }
-  last_chunk_ = static_cast<std::size_t>(n) < settings_.chunk_size;
-  // 3. The high watermark, committed after the SELECT's result is complete.
-  if (!write_watermark("high")) return;
+  // Ends the chunk's transaction (its answer is not needed: the high watermark follows it on the
+  // same connection, and a read-only transaction has nothing to commit).
+  conn_->query("COMMIT", {}, [](const AsyncPgConnection::Result&) {});
+  // 3. The high watermark, committed after the SELECT's result is complete. Its message may
+  // reach the stream before the write's answer: the chunk waits for it from now on.
   phase_ = Phase::kWaitingHigh;
+  write_watermark("high", [] {});
 }
 
 void IncrementalSnapshot::on_streamed(std::span<const Record> records, std::uint64_t xid) {

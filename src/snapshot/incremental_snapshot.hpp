@@ -14,7 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "snapshot/snapshot_connection.hpp"
+#include "pg_async.hpp"
 #include "snapshot/snapshot_progress.hpp"
 #include "snapshot/table_query.hpp"
 #include "walrelay/core/record.hpp"
@@ -40,6 +40,11 @@ namespace walrelay::snapshot {
 /// `<state dir>/<slot>.incremental`, so a restart resumes at the next chunk. Watermarks are never
 /// published.
 ///
+/// Nothing of a chunk blocks the event loop: the table's shape is read with `ShapeReader`, and the
+/// watermarks, the chunk's transaction and its SELECT run on an AsyncPgConnection, each step sent
+/// once the one before it has completed, so a chunk that waits (on a lock, say) never delays the
+/// stream, its delivery reports or standby status updates.
+///
 /// Memory: one chunk of rows and the keys streamed during one window. Owned by the connector;
 /// every call on the io_context thread.
 class IncrementalSnapshot {
@@ -54,10 +59,18 @@ class IncrementalSnapshot {
     bool check_utf8 = false;
   };
 
-  /// `progress` holds the queued tables and their positions (from `store`, or empty).
+  /// Reads `schema.table`'s current shape without blocking and calls the callback on the
+  /// executor with it (nullptr: the table does not exist, or its shape cannot be read and none was
+  /// known). The shape must stay valid while the IncrementalSnapshot lives.
+  using ShapeReader = std::function<void(const std::string& schema, const std::string& table,
+                                         std::function<void(const router::TableSchema*)> done)>;
+
+  /// `progress` holds the queued tables and their positions (from `store`, or empty). `schemas`
+  /// answers execute()'s checks (from its cache); `read_shape` gives each chunk the table's shape.
   IncrementalSnapshot(boost::asio::any_io_executor executor, Settings settings,
                       router::EventRouter& router, router::SchemaProvider& schemas,
-                      SnapshotProgressStore& store, SnapshotProgress progress);
+                      ShapeReader read_shape, SnapshotProgressStore& store,
+                      SnapshotProgress progress);
   ~IncrementalSnapshot();
   IncrementalSnapshot(const IncrementalSnapshot&) = delete;
   IncrementalSnapshot& operator=(const IncrementalSnapshot&) = delete;
@@ -94,7 +107,9 @@ class IncrementalSnapshot {
   [[nodiscard]] std::string status() const;
 
  private:
-  enum class Phase : std::uint8_t { kIdle, kReading, kWaitingHigh };
+  // kPreparing: reading the table's shape; kReading: from the low watermark's write to the high
+  // one's; kWaitingHigh: the high watermark is written (or being written), its message awaited.
+  enum class Phase : std::uint8_t { kIdle, kPreparing, kReading, kWaitingHigh };
   struct Pending {
     Lsn next_lsn;
     std::size_t table = 0;
@@ -112,17 +127,30 @@ class IncrementalSnapshot {
   };
 
   void start_chunk();
-  /// Commits the "low" or "high" watermark of the current chunk; false (retrying later) on error.
-  bool write_watermark(const std::string& kind);
+  /// The chunk's table shape arrived: plans the chunk and writes the low watermark.
+  void on_shape(const router::TableSchema* shape);
+  /// Commits the "low" or "high" watermark of the current chunk (autocommit), then calls `then`
+  /// if the chunk is still current; on error retries later.
+  void write_watermark(const std::string& kind, std::function<void()> then);
+  /// 2. Starts the chunk's transaction and sends its SELECT (after the low watermark committed).
+  void read_chunk();
+  /// Whether `id` is still the chunk in progress (a stop or a retry ends it).
+  [[nodiscard]] bool current(const std::string& id) const {
+    return phase_ != Phase::kIdle && chunk_id_ == id;
+  }
   /// Whether the stream already carried a state of `key` newer than the chunk's snapshot.
   [[nodiscard]] bool superseded(const std::string& key) const;
-  void on_rows(std::expected<ResultPtr, std::string> result);
+  void on_rows(AsyncPgConnection::Result result);
+  /// The chunk's snapshot (pg_current_snapshot() text) read: commits and writes the high mark.
+  void on_snapshot(AsyncPgConnection::Result snap);
   void retry_later(const std::string& why);
   /// Applies `change` to the durable record of `schema.table` (created when missing) and saves.
   void persist(const std::function<void(TableProgress&)>& change, const std::string& schema,
                const std::string& table);
   void forget_pending(std::size_t table);
-  bool ensure_connected();
+  /// The chunk connection (created, connecting lazily, when there is none); nullptr (retrying
+  /// later) when the conninfo cannot be parsed.
+  AsyncPgConnection* connection();
   std::optional<std::size_t> next_table() const;
 
   boost::asio::any_io_executor executor_;
@@ -131,7 +159,8 @@ class IncrementalSnapshot {
   router::SchemaProvider& schemas_;
   SnapshotProgressStore& store_;
   SnapshotProgress progress_;
-  std::unique_ptr<SnapshotConnection> conn_;
+  ShapeReader read_shape_;
+  std::unique_ptr<AsyncPgConnection> conn_;
   boost::asio::steady_timer retry_timer_;
 
   Phase phase_ = Phase::kIdle;

@@ -281,6 +281,8 @@ class WalrelayProcess {
   [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
   [[nodiscard]] const std::filesystem::path& config_path() const { return config_path_; }
   [[nodiscard]] std::optional<int> last_exit_code() const { return last_exit_; }
+  /// The child's process id while it runs; -1 before the first start.
+  [[nodiscard]] pid_t pid() const { return pid_; }
 
  private:
   int reap(bool block);  ///< exit convention result, or kNotRunning if still running (non-block)
