@@ -8,8 +8,10 @@ Modes (each prints a table and writes JSON to --out, default benchmarks/results/
   kafka     the same, to the local single-node Kafka
   debezium  walrelay and Debezium 3.6.1 (Kafka Connect standalone, pgoutput, JsonConverter without
             schemas, no snapshot) on the same WAL and broker, with both ceilings
-  latency   commits at fixed rates (--rates, rows/s) for --seconds: per event, the time a consumer
+  latency   commits at fixed rates (--rates, rows/s; --commits-per-second, default 100) for
+            --seconds: per event, the time a consumer (kcat: read_committed, librdkafka's default)
             receives it minus its source commit time (source.ts_us); p50 / p99 / max
+  every mode: --delivery at_least_once|exactly_once (walrelay's `delivery`)
   memory    idle RSS (streaming, nothing to do) and peak RSS through one --rows-row transaction,
             default settings
   snapshot  walrelay's initial snapshot of a 5-column --rows-row table to the broker (--broker
@@ -57,7 +59,8 @@ def walrelay_yaml(prefix: str, conninfo: str, bootstrap: str, tables: str, work:
     return (f"name: {prefix}\nsource:\n  conninfo: \"{conninfo}\"\n  slot: {prefix}_wr\n"
             f"  state_dir: \"{work}/state\"\nkafka:\n  bootstrap_servers: \"{bootstrap}\"\n"
             f"{props}topics:\n  prefix: {prefix}\ntables:\n{tables}heartbeat:\n  enabled: false\n"
-            f"metrics:\n  listen: \"\"\nlog:\n  progress_interval: 10s\n{extra}")
+            f"metrics:\n  listen: \"\"\nlog:\n  progress_interval: 10s\n"
+            f"delivery: {os.environ.get('BENCH_DELIVERY', 'at_least_once')}\n{extra}")
 
 
 def run_walrelay_until(args, svc: Services, cfg: Path, slot: str, end_lsn: str,
@@ -194,8 +197,9 @@ def latency(args, svc: Services) -> list[dict]:
             reader = threading.Thread(target=consume, daemon=True)
             reader.start()
             time.sleep(2)  # the consumer has its assignment
-            per_commit = max(1, rate // 100)  # 100 commits a second
-            commits = args.seconds * 100
+            cps = args.commits_per_second
+            per_commit = max(1, rate // cps)
+            commits = args.seconds * cps
             t0 = time.time() + 0.5
             # synchronous_commit stays on: the walsender sends only flushed WAL, so with it off
             # the WAL writer's delay (up to 3 × wal_writer_delay) would be measured too.
@@ -208,13 +212,13 @@ BEGIN
     INSERT INTO {table} SELECT g, g % 1000, g % 97, rpad('note ' || g, 100, '.'), now()
       FROM generate_series((c - 1) * {per_commit} + 1, c * {per_commit}) g;
     COMMIT;
-    PERFORM pg_sleep(greatest(0, extract(epoch FROM to_timestamp({t0}) + c * interval '10 ms'
+    PERFORM pg_sleep(greatest(0, extract(epoch FROM to_timestamp({t0}) + c * interval '{1000 / cps} ms'
                                                    - clock_timestamp())));
   END LOOP;
 END $$;
 """
             svc.script(script)
-            expected = args.seconds * 100 * per_commit
+            expected = commits * per_commit
             deadline = time.monotonic() + 120
             while len(lat_us) < expected and time.monotonic() < deadline:
                 time.sleep(0.2)
@@ -227,7 +231,8 @@ END $$;
             raise BenchError(f"latency at {rate} rows/s: no record consumed")
         lat_us.sort()
         q = lambda p: lat_us[min(len(lat_us) - 1, int(p * len(lat_us)))] / 1000  # noqa: E731
-        rows.append({"rate_rows_s": rate, "seconds": args.seconds, "events": len(lat_us),
+        rows.append({"rate_rows_s": rate, "commits_s": args.commits_per_second,
+                     "delivery": args.delivery, "seconds": args.seconds, "events": len(lat_us),
                      "expected": expected, "p50_ms": q(0.50), "p99_ms": q(0.99),
                      "max_ms": lat_us[-1] / 1000})
     return rows
@@ -385,12 +390,17 @@ def main() -> int:
                     help=f"walrelay with kafka.properties {KAFKA_TUNING} (default: its defaults)")
     ap.add_argument("--rates", default="1000,10000,50000", help="latency mode, rows/s")
     ap.add_argument("--seconds", type=int, default=60, help="latency mode")
+    ap.add_argument("--commits-per-second", type=int, default=100,
+                    help="latency mode: transactions a second (each of rate/this rows)")
+    ap.add_argument("--delivery", choices=["at_least_once", "exactly_once"],
+                    default="at_least_once", help="walrelay's delivery mode")
     ap.add_argument("--idle-seconds", type=int, default=10, help="memory mode")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per measured run")
     ap.add_argument("--build", default=os.environ.get("BENCH_BUILD", "build/release"))
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results"))
     args = ap.parse_args()
     args.rates = [int(r) for r in args.rates.split(",")]
+    os.environ["BENCH_DELIVERY"] = args.delivery
     for key in ("max_in_flight_events", "max_in_flight_bytes"):
         if getattr(args, key):
             os.environ[f"BENCH_{key.upper()}"] = getattr(args, key)
@@ -430,7 +440,8 @@ def main() -> int:
         elif args.mode == "latency":
             raw = latency(args, svc)
             summary = raw
-            print_table(raw, ["rate_rows_s", "seconds", "events", "p50_ms", "p99_ms", "max_ms"])
+            print_table(raw, ["rate_rows_s", "commits_s", "delivery", "seconds", "events", "p50_ms",
+                              "p99_ms", "max_ms"])
         elif args.mode == "memory":
             raw = summary = memory(args, svc)
             print_table(raw, ["broker", "rows_in_one_transaction", "idle_rss_mb", "peak_rss_mb"])
