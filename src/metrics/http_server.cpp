@@ -83,7 +83,10 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 HttpServer::HttpServer(asio::any_io_executor executor, Handler handler, Limits limits)
-    : executor_(std::move(executor)), handler_(std::move(handler)), limits_(limits) {}
+    : executor_(std::move(executor)),
+      handler_(std::move(handler)),
+      limits_(limits),
+      accept_retry_(executor_) {}
 
 HttpServer::~HttpServer() {
   stop();
@@ -133,12 +136,22 @@ void HttpServer::accept() {
             std::make_shared<Session>(std::move(socket), handler_, limits_, open_)->run();
           }
         }
-        if (acceptor_ && acceptor_->is_open()) accept();
+        if (!acceptor_ || !acceptor_->is_open()) return;
+        if (ec && ec != asio::error::operation_aborted) {
+          accept_retry_.expires_after(std::chrono::milliseconds(100));
+          accept_retry_.async_wait([this, stopped](boost::system::error_code e) {
+            if (*stopped || e || !acceptor_ || !acceptor_->is_open()) return;
+            accept();
+          });
+          return;
+        }
+        accept();
       });
 }
 
 void HttpServer::stop() {
   *stopped_ = true;
+  accept_retry_.cancel();
   if (acceptor_) {
     boost::system::error_code ignored;
     acceptor_->close(ignored);

@@ -7,6 +7,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstddef>
 #include <expected>
@@ -57,6 +58,9 @@ class HttpServer {
   Handler handler_;
   Limits limits_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  /// After a failed accept (e.g. EMFILE: no descriptor left) the next one waits a little instead
+  /// of spinning the event loop; the pending connection stays in the listen backlog.
+  boost::asio::steady_timer accept_retry_;
   std::shared_ptr<std::size_t> open_ = std::make_shared<std::size_t>(0);
   std::shared_ptr<bool> stopped_ = std::make_shared<bool>(false);
 };
