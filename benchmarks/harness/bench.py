@@ -126,6 +126,35 @@ def read_usage(pid: int, per_thread: bool = False) -> Usage:
     return u
 
 
+def process_tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process, its reaped children (cutime, cstime) and its live children: for
+    the postmaster, every backend's CPU, including those of connections already closed. Read it
+    before and after a run; the difference includes whatever else used the server meanwhile."""
+    def stat(p) -> list[str]:
+        return Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+    f = stat(pid)
+    total = sum(int(x) for x in f[11:15])
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            g = stat(d.name)
+            if int(g[1]) == pid:
+                total += int(g[11]) + int(g[12])
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            pass
+    return total / HZ
+
+
+def postmaster_pid(svc) -> int | None:
+    """The local server's postmaster PID (from postmaster.pid), None when it is not readable."""
+    try:
+        data = svc.sql("SHOW data_directory").strip()
+        return int((Path(data) / "postmaster.pid").read_text().split()[0])
+    except (BenchError, OSError, ValueError, IndexError, subprocess.CalledProcessError):
+        return None
+
+
 def current_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

@@ -40,7 +40,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import (ROOT, BenchError, MockBroker, Services, Usage, confirmed_at_least,  # noqa: E402
-                   current_rss_mb, drop_slot, kcat_count, read_usage, recvlogical, stop, wait_for,
+                   current_rss_mb, drop_slot, kcat_count, postmaster_pid, process_tree_cpu_s,
+                   read_usage, recvlogical, stop, wait_for,
                    write_json)
 from workloads import WORKLOADS, walrelay_table_yaml  # noqa: E402
 import debezium  # noqa: E402
@@ -276,6 +277,10 @@ def memory(args, svc: Services) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------- snapshot
+def per_row_us(cpu_s: float | None, rows: int) -> float | None:
+    return round(1e6 * cpu_s / rows, 2) if cpu_s is not None else None
+
+
 def snapshot(args, svc: Services, rep: int) -> dict:
     prefix = f"b{os.getpid()}_s{rep}"
     table = f"{prefix}_snap"
@@ -289,9 +294,14 @@ def snapshot(args, svc: Services, rep: int) -> dict:
     conninfo = svc.conninfo_for(args.transport)
     copy = ["psql", conninfo, "-X", "-q", "-c", f"COPY (SELECT * FROM {table}) TO STDOUT"]
     subprocess.run(copy, stdout=subprocess.DEVNULL, check=True)  # warm the cache
+    # PostgreSQL's CPU (every backend, from the postmaster) for COPY and for walrelay's reads: what
+    # the server spends per row, and with walrelay's and the broker's the whole machine's budget.
+    pm = postmaster_pid(svc)
+    pg0 = process_tree_cpu_s(pm) if pm else None
     t0 = time.monotonic()
     subprocess.run(copy, stdout=subprocess.DEVNULL, check=True)
     copy_s = time.monotonic() - t0
+    copy_pg_cpu = process_tree_cpu_s(pm) - pg0 if pm else None
     mock = MockBroker(args.mock_broker, []) if args.broker == "mock" else None
     try:
         cfg = work / "walrelay.yaml"
@@ -300,8 +310,10 @@ def snapshot(args, svc: Services, rep: int) -> dict:
                                      "snapshot:\n  mode: initial_only\n" +
                                      ("events:\n  value_format: debezium\n" if args.debezium
                                       else ""), tuned=args.tuned))
+        pg0 = process_tree_cpu_s(pm) if pm else None
         t0 = time.monotonic()
-        proc = subprocess.Popen([str(args.walrelay), "run", "--config", str(cfg)],
+        proc = subprocess.Popen(shlex.split(os.environ.get("BENCH_WRAP", "")) +  # as above
+                                [str(args.walrelay), "run", "--config", str(cfg)],
                                 stdout=open(work / "walrelay.log", "w"), stderr=subprocess.STDOUT)
         usage = None
         while proc.poll() is None:  # initial_only: it exits once every row is acknowledged
@@ -314,6 +326,9 @@ def snapshot(args, svc: Services, rep: int) -> dict:
             time.sleep(0.05)
         proc.wait()
         wall = time.monotonic() - t0
+        time.sleep(0.2)  # the snapshot connections' backends exit and are reaped
+        walrelay_pg_cpu = process_tree_cpu_s(pm) - pg0 if pm else None
+        mock_cpu = read_usage(mock.proc.pid).cpu_s if mock else None
         if proc.returncode != 0:
             raise BenchError(f"walrelay snapshot exited {proc.returncode}: "
                              f"{(work / 'walrelay.log').read_text()[-2000:]}")
@@ -324,7 +339,10 @@ def snapshot(args, svc: Services, rep: int) -> dict:
                "walrelay_cpu_us_per_row": round(1e6 * usage.cpu_s / args.rows, 2) if usage else None,
                "walrelay_peak_rss_mb": round(usage.peak_rss_mb, 1) if usage else None,
                "walrelay_threads_cpu_s": {k: round(v, 2) for k, v in usage.threads.items()}
-               if usage else None}
+               if usage else None,
+               "copy_postgres_cpu_us_per_row": per_row_us(copy_pg_cpu, args.rows),
+               "snapshot_postgres_cpu_us_per_row": per_row_us(walrelay_pg_cpu, args.rows),
+               "mock_broker_cpu_us_per_row": per_row_us(mock_cpu, args.rows)}
         if args.debezium:
             d = debezium.snapshot(args, svc, prefix, table, work)
             row.update(d)
@@ -448,7 +466,8 @@ def main() -> int:
         else:
             raw = [snapshot(args, svc, rep) for rep in range(args.repeat)]
             fields = ["copy_rows_s", "walrelay_rows_s", "ratio_to_copy", "walrelay_cpu_us_per_row",
-                      "walrelay_peak_rss_mb"]
+                      "walrelay_peak_rss_mb", "copy_postgres_cpu_us_per_row",
+                      "snapshot_postgres_cpu_us_per_row", "mock_broker_cpu_us_per_row"]
             if args.debezium:
                 fields += ["debezium_rows_s_from_start", "debezium_rows_s_first_to_last",
                            "walrelay_over_debezium", "walrelay_over_debezium_records_only",
