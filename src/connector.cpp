@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "allocator.hpp"
 #include "preflight.hpp"
 #include "walrelay/decoder/plugin_options.hpp"
 
@@ -894,6 +895,11 @@ void Connector::schedule_progress() {
                                  : std::string()),
         incremental_ && incremental_->busy() ? "; " + incremental_->status() : std::string(),
         eos_progress());
+    // Idle after a burst: give the freed heap back (tune_allocator keeps it while busy).
+    if (tracker_.in_flight_events() == 0 && events_total_ != events_at_last_trim_) {
+      release_free_memory();
+      events_at_last_trim_ = events_total_;
+    }
     events_at_last_progress_ = events_total_;
     last_progress_ = now;
     schedule_progress();

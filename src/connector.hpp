@@ -326,6 +326,7 @@ class Connector {
 
   std::uint64_t events_total_ = 0;
   std::uint64_t events_at_last_progress_ = 0;
+  std::uint64_t events_at_last_trim_ = 0;  ///< events_total_ when free heap was last released
   std::uint64_t dead_lettered_mapping_ = 0;
   std::uint64_t dead_lettered_oversize_ = 0;
   std::uint64_t dead_lettered_delivery_ = 0;

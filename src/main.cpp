@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <iostream>
 
+#include "allocator.hpp"
 #include "check.hpp"
 #include "connector.hpp"
 #include "exit_code.hpp"
@@ -35,8 +36,10 @@ std::optional<walrelay::config::Config> load_or_report(const std::string& path) 
 
 int main(int argc, char** argv) {
   using walrelay::ExitCode;
+  walrelay::tune_allocator();
   CLI::App app{
-      "walrelay: PostgreSQL logical replication (wal2json) to Kafka, at least once (or exactly once "
+      "walrelay: PostgreSQL logical replication (wal2json) to Kafka, at least once (or exactly "
+      "once "
       "with delivery: exactly_once)"};
   app.set_version_flag("--version", std::string("walrelay ") + WALRELAY_VERSION);
   app.require_subcommand(1);
