@@ -41,9 +41,11 @@ bool append_wal2json_value(std::string& out, std::optional<std::string_view> tex
     case kFloat4Oid:
     case kFloat8Oid:
     case kNumericOid: {
-      const bool special = starts_with_nocase(v, "NaN") || starts_with_nocase(v, "Infinity") ||
-                           starts_with_nocase(v, "-Infinity");
+      // Digits first: the common case, and then not NaN/Infinity (their letters are not digits).
       const bool digits = v.find_first_not_of("0123456789+-eE.") == std::string_view::npos;
+      const bool special =
+          !digits && (starts_with_nocase(v, "NaN") || starts_with_nocase(v, "Infinity") ||
+                      starts_with_nocase(v, "-Infinity"));
       if (!special && !digits) return false;
       if (numerics == NumericTokens::kStrings) {
         json::append_string(out, v);
