@@ -251,11 +251,17 @@ void Snapshotter::read_chunk(Worker& w, bool prefetch) {
     // A table rewrite (ALTER TABLE … TYPE, VACUUM FULL, CLUSTER, TRUNCATE) after the consistent
     // point is not MVCC-safe: the exported snapshot would see the new file as empty (PostgreSQL
     // docs §13.6 "Caveats"). The table's file in the snapshot's catalog differs from its current
-    // one then: finish it as an incremental snapshot instead.
+    // one then: finish it as an incremental snapshot instead. A partitioned table has no file of
+    // its own: its rows are in its leaves (pg_partition_tree, the current tree), which a rewrite
+    // of the root rewrites; a leaf created since is not in the snapshot's pg_class.
+    const std::string regclass =
+        "to_regclass(" +
+        replication::quote_literal(qualified(t.progress->schema, t.progress->table)) + ")";
     auto same = w.conn->exec(
-        "SELECT c.relfilenode = pg_relation_filenode(c.oid) FROM "
-        "pg_catalog.pg_class c WHERE c.oid = to_regclass(" +
-        replication::quote_literal(qualified(t.progress->schema, t.progress->table)) + ")");
+        "SELECT coalesce(bool_and(c.relfilenode = pg_relation_filenode(c.oid)), true) FROM "
+        "pg_catalog.pg_class c WHERE c.oid IN (SELECT " +
+        regclass + " UNION ALL SELECT relid FROM pg_catalog.pg_partition_tree(" + regclass +
+        ") WHERE isleaf)");
     if (same && PQntuples(same->get()) == 1 &&
         std::string_view(PQgetvalue(same->get(), 0, 0)) == "f") {
       end_read(w);
