@@ -235,6 +235,10 @@ class Connector {
 
   // Snapshot phase.
   std::vector<std::pair<std::string, std::string>> snapshot_tables_;  // captured row tables
+  // events.partitions leaf: each captured partitioned table's leaves (as of start-up), read in
+  // its place by the initial snapshot and by an incremental snapshot signalled for it.
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::string, std::string>>>
+      leaf_partitions_;
   std::unique_ptr<snapshot::SnapshotProgressStore> snapshot_store_;
   std::optional<snapshot::SnapshotProgress> snapshot_progress_;
   std::string exported_snapshot_;  // empty: resume at current state

@@ -337,6 +337,17 @@ bool Connector::handle_snapshot_message(const decoder::Change& c, std::string_vi
                     parsed.error());
       continue;
     }
+    // events.partitions leaf: a partitioned table's rows go to its leaves' topics, as its
+    // changes do, so its leaves are read (or stopped) in its place.
+    if (auto leaves = leaf_partitions_.find({parsed->schema, parsed->table});
+        leaves != leaf_partitions_.end()) {
+      spdlog::info(
+          "snapshot signal at LSN {}: {} is partitioned (events.partitions: leaf): applies to its "
+          "{} leaf partition(s)",
+          c.lsn.to_string(), name, leaves->second.size());
+      tables.insert(tables.end(), leaves->second.begin(), leaves->second.end());
+      continue;
+    }
     tables.emplace_back(parsed->schema, parsed->table);
   }
   if (!incremental_) return true;

@@ -27,6 +27,7 @@ Connector::Outcome Connector::check_tables() {
   std::vector<decoder::TableFilter> filters;
   bool filter_on_server = true;
   snapshot_tables_.clear();
+  leaf_partitions_.clear();
   std::vector<std::string> routes;  // "schema.table → topic" for the summary
   for (const auto& tc : cfg_.tables) {
     if (has_partial_glob(tc.schema_pattern) || has_partial_glob(tc.table_pattern)) {
@@ -85,8 +86,10 @@ Connector::Outcome Connector::check_tables() {
         reason_ = "cannot list the partitions of " + qualified + ": " + leaves.error();
         return Outcome::kRetry;
       }
+      auto& listed = leaf_partitions_[{schema, table}];
       for (const auto& leaf : *leaves) {
         snapshot_tables_.emplace_back(leaf[0].value_or(""), leaf[1].value_or(""));
+        listed.push_back(snapshot_tables_.back());
       }
     } else {
       snapshot_tables_.emplace_back(schema, table);

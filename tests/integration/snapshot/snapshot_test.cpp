@@ -738,6 +738,37 @@ TEST_F(SnapshotTest, ARowOfTheSignalTableStartsAnIncrementalSnapshot) {
   EXPECT_TRUE(kafka_->read_all({topic("signals")}).empty());
 }
 
+// events.partitions: leaf: a partitioned table's changes go to its leaves' topics, and so must the
+// rows of an incremental snapshot signalled for the table (Debezium users name the root): they
+// are read leaf by leaf, as the initial snapshot reads them, never into a topic of the root.
+TEST_F(SnapshotTest, AnIncrementalSnapshotOfAPartitionedTableGoesToItsLeafTopics) {
+  pg_->exec("CREATE TABLE " + table("parted") +
+            " (id int, region text, v int, PRIMARY KEY (id, region)) PARTITION BY LIST (region)");
+  pg_->exec("CREATE TABLE " + table("p_eu") + " PARTITION OF " + table("parted") +
+            " FOR VALUES IN ('eu')");
+  pg_->exec("CREATE TABLE " + table("p_rest") + " PARTITION OF " + table("parted") + " DEFAULT");
+  pg_->exec("INSERT INTO " + table("parted") +
+            " SELECT g, CASE WHEN g % 3 = 0 THEN 'eu' ELSE 'us' END, g FROM "
+            "generate_series(1, 12) g");
+  auto cfg = make_config({{table("parted")}});  // mode never: nothing read at start
+  cfg.snapshot_lines = "  chunk_size: 5\n";
+  cfg.extra_yaml = "events:\n  partitions: leaf\n";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  pg_->exec("SELECT pg_logical_emit_message(true, 'walrelay-signal', " +
+            sql_literal("{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
+                        table("parted") + "\"]}}") +
+            ")");
+  const auto eu = kafka_->read_at_least({topic("p_eu")}, 4);
+  const auto rest = kafka_->read_at_least({topic("p_rest")}, 8);
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("p_rest") + " done", 30s))
+      << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(eu.size(), 4u) << describe(eu);
+  EXPECT_EQ(rest.size(), 8u) << describe(rest);
+  EXPECT_TRUE(kafka_->read_all({topic("parted")}, 5s).empty());
+}
+
 TEST_F(SnapshotTest, AStoppedSnapshotStaysStoppedAndTheNextTableGoesOn) {
   create_rows_table("big", 200'000);
   create_rows_table("small", 10);
