@@ -373,6 +373,16 @@ EventRouter::EventRouter(RouterSettings settings, const config::Config& cfg,
       messages_(cfg.messages),
       schemas_(schemas),
       types_(types) {
+  if (!cfg.snapshot.signal_table.empty()) {
+    // The signal table's rows are signals (its INSERTs are consumed before routing), never
+    // published: not read by a snapshot, its updates and deletes not streamed, also when a
+    // `tables` pattern matches it.
+    config::TableConfig signals;
+    signals.name = cfg.snapshot.signal_table;
+    signals.schema_pattern = cfg.snapshot.signal_table_schema;
+    signals.table_pattern = cfg.snapshot.signal_table_name;
+    exclude_.push_back(std::move(signals));
+  }
   value_opts_.format =
       settings_.events.value_format == "debezium" ? ValueFormat::kDebezium : ValueFormat::kNative;
   value_opts_.json_as_document = settings_.events.json_as_document;

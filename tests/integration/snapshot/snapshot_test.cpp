@@ -769,6 +769,31 @@ TEST_F(SnapshotTest, AnIncrementalSnapshotOfAPartitionedTableGoesToItsLeafTopics
   EXPECT_TRUE(kafka_->read_all({topic("parted")}, 5s).empty());
 }
 
+// The signal table's rows are signals, never published, also when a `tables` pattern matches it:
+// the initial snapshot does not read it, and its updates and deletes are not streamed either.
+TEST_F(SnapshotTest, TheSignalTableIsNeverPublishedEvenWhenATablesPatternMatchesIt) {
+  create_rows_table("items", 5);
+  pg_->exec("CREATE TABLE " + table("signals") +
+            " (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))");
+  pg_->exec("INSERT INTO " + table("signals") +
+            " VALUES ('old-1', 'execute-snapshot', '{\"data-collections\": []}')");
+  auto cfg = snapshot_config({{schema_ + ".*"}},
+                             "  signal_table: " + table("signals") + "\n  chunk_size: 2\n");
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  pg_->exec("UPDATE " + table("signals") + " SET data = data");
+  pg_->exec("DELETE FROM " + table("signals"));
+  pg_->exec("INSERT INTO " + table("signals") + " VALUES ('ad-hoc-1', 'execute-snapshot', " +
+            sql_literal("{\"data-collections\": [\"" + table("items") + "\"]}") + ")");
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("items") + " done"))
+      << proc.logs();
+  ASSERT_TRUE(wait_caught_up(name_)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(kafka_->read_all({topic("items")}).size(), 10u);
+  const auto signals = kafka_->read_all({topic("signals")}, 5s);
+  EXPECT_TRUE(signals.empty()) << describe(signals);
+}
+
 TEST_F(SnapshotTest, AStoppedSnapshotStaysStoppedAndTheNextTableGoesOn) {
   create_rows_table("big", 200'000);
   create_rows_table("small", 10);
