@@ -127,7 +127,7 @@ bool Snapshotter::begin_read(Worker& w) {
   // transaction, so the table locks it takes (ACCESS SHARE) last one chunk, not the snapshot:
   // DDL on a table that was read is not blocked for the rest of the snapshot.
   std::vector<std::string> sql = {"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"};
-  if (!exported_.empty()) {
+  if (!exported_.empty() && (w.table == nullptr || !w.table->current_state)) {
     sql.push_back("SET TRANSACTION SNAPSHOT " + replication::quote_literal(exported_));
   }
   for (const auto& statement : sql) {
@@ -138,6 +138,36 @@ bool Snapshotter::begin_read(Worker& w) {
   }
   w.in_txn = true;
   return true;
+}
+
+bool Snapshotter::rewritten_since_export(Worker& w, const Table& t) {
+  // A table rewrite (ALTER TABLE … TYPE, VACUUM FULL, CLUSTER, TRUNCATE) after the consistent
+  // point is not MVCC-safe: the exported snapshot would see the new file as empty (PostgreSQL
+  // docs §13.6 "Caveats"). The table's file in the snapshot's catalog differs from its current
+  // one then. A partitioned table has no file of its own: its rows are in its leaves
+  // (pg_partition_tree, the current tree), which a rewrite of the root rewrites; a leaf created
+  // since is not in the snapshot's pg_class.
+  const std::string regclass =
+      "to_regclass(" +
+      replication::quote_literal(qualified(t.progress->schema, t.progress->table)) + ")";
+  auto same = w.conn->exec(
+      "SELECT coalesce(bool_and(c.relfilenode = pg_relation_filenode(c.oid)), true) FROM "
+      "pg_catalog.pg_class c WHERE c.oid IN (SELECT " +
+      regclass + " UNION ALL SELECT relid FROM pg_catalog.pg_partition_tree(" + regclass +
+      ") WHERE isleaf)");
+  return same && PQntuples(same->get()) == 1 &&
+         std::string_view(PQgetvalue(same->get(), 0, 0)) == "f";
+}
+
+bool Snapshotter::read_at_current_state(Worker& w, Table& t, std::string_view why) {
+  spdlog::warn(
+      "snapshot: {}.{} was rewritten after the slot's consistent point ({}): its rows after {} "
+      "are read at their current state",
+      t.progress->schema, t.progress->table, why,
+      t.progress->rows > 0 ? std::to_string(t.progress->rows) + " rows" : "none");
+  end_read(w);
+  t.current_state = true;
+  return begin_read(w);
 }
 
 void Snapshotter::end_read(Worker& w) {
@@ -208,8 +238,14 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
       spdlog::warn("snapshot: {}.{} was partly read before a restart: reading it again", p.schema,
                    p.table);
     }
-    // A cursor lives in one transaction: the whole table is read in it.
+    // A cursor lives in one transaction: the whole table is read in it. A table rewritten since
+    // the consistent point cannot be handed over without a key: it is read at its current state,
+    // as after a restart (the stream from the consistent point follows).
     if (!begin_read(w)) return false;
+    if (!exported_.empty() && rewritten_since_export(w, t) &&
+        !read_at_current_state(w, t, "it has no key")) {
+      return false;
+    }
     if (auto r = w.conn->exec("DECLARE walrelay_snapshot NO SCROLL CURSOR FOR " + t.plan.select);
         !r) {
       if (is_dropped_table(w.conn->last_sqlstate())) {
@@ -247,25 +283,13 @@ void Snapshotter::read_chunk(Worker& w, bool prefetch) {
     }
   }
   if (!w.cursor && !begin_read(w)) return;
-  if (!w.cursor && !exported_.empty() && hand_over_) {
-    // A table rewrite (ALTER TABLE … TYPE, VACUUM FULL, CLUSTER, TRUNCATE) after the consistent
-    // point is not MVCC-safe: the exported snapshot would see the new file as empty (PostgreSQL
-    // docs §13.6 "Caveats"). The table's file in the snapshot's catalog differs from its current
-    // one then: finish it as an incremental snapshot instead. A partitioned table has no file of
-    // its own: its rows are in its leaves (pg_partition_tree, the current tree), which a rewrite
-    // of the root rewrites; a leaf created since is not in the snapshot's pg_class.
-    const std::string regclass =
-        "to_regclass(" +
-        replication::quote_literal(qualified(t.progress->schema, t.progress->table)) + ")";
-    auto same = w.conn->exec(
-        "SELECT coalesce(bool_and(c.relfilenode = pg_relation_filenode(c.oid)), true) FROM "
-        "pg_catalog.pg_class c WHERE c.oid IN (SELECT " +
-        regclass + " UNION ALL SELECT relid FROM pg_catalog.pg_partition_tree(" + regclass +
-        ") WHERE isleaf)");
-    if (same && PQntuples(same->get()) == 1 &&
-        std::string_view(PQgetvalue(same->get(), 0, 0)) == "f") {
-      end_read(w);
-      if (prefetch) return;  // handled by the read after the current chunk is published
+  if (!w.cursor && !exported_.empty() && !t.current_state && rewritten_since_export(w, t)) {
+    end_read(w);
+    if (prefetch) return;  // handled by the read after the current chunk is published
+    if (!hand_over_) {
+      if (!read_at_current_state(w, t, "snapshot.mode initial_only has no stream to finish it"))
+        return;
+    } else {
       spdlog::warn(
           "snapshot: {}.{} was rewritten after the slot's consistent point; its rows "
           "after {} are read by an incremental snapshot while streaming",

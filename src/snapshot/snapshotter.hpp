@@ -117,6 +117,9 @@ class Snapshotter {
     bool assigned = false;
     bool read_complete = false;
     int shape_refreshes = 0;  // re-reads of the shape after a column change
+    /// Read at its current state, not from the exported snapshot: it was rewritten after the
+    /// consistent point and no incremental snapshot can finish it (initial_only, or no key).
+    bool current_state = false;
     std::chrono::steady_clock::time_point started;
     std::string id_prefix;  // "<snapshot LSN>:r:<schema>.<table>:" of its records' `id`
   };
@@ -138,6 +141,13 @@ class Snapshotter {
   bool open_worker(Worker& w);
   /// Opens a read transaction on the worker's connection (on the exported snapshot, if any).
   bool begin_read(Worker& w);
+  /// In the worker's open read transaction: whether the table's file (a partitioned table's: its
+  /// leaves') differs from the exported snapshot's, i.e. it was rewritten since (ALTER … TYPE,
+  /// TRUNCATE, VACUUM FULL, CLUSTER), which the snapshot would read as empty.
+  bool rewritten_since_export(Worker& w, const Table& t);
+  /// The table was rewritten and cannot be handed over: reads it at its current state from here.
+  /// False when the new read transaction cannot start (the snapshot failed).
+  bool read_at_current_state(Worker& w, Table& t, std::string_view why);
   void end_read(Worker& w);
   void next_table(Worker& w);
   bool prepare_table(Worker& w, Table& t);

@@ -184,6 +184,16 @@ class SnapshotTest : public IntegrationTest {
     return before;
   }
 
+  // `yaml` with at most one chunk in flight to Kafka: the snapshot reads a chunk only once the one
+  // before it is acknowledged, so reading a table takes a while (one Kafka round trip a chunk).
+  static std::string one_chunk_in_flight(std::string yaml, std::size_t chunk_size) {
+    const auto at = yaml.find("kafka:\n");
+    if (at != std::string::npos) {
+      yaml.insert(at + 7, "  max_in_flight_events: " + std::to_string(chunk_size) + "\n");
+    }
+    return yaml;
+  }
+
   void create_rows_table(const std::string& name, std::size_t rows) {
     pg_->exec("CREATE TABLE " + table(name) + " (id bigint PRIMARY KEY, v int NOT NULL, t text)");
     pg_->exec("INSERT INTO " + table(name) + " SELECT g, g % 1000, 'row ' || g FROM " +
@@ -474,12 +484,15 @@ TEST_F(SnapshotTest, RewrittenOrReshapedTablesAreStillReadWhole) {
   EXPECT_EQ(replay(kafka_->read_all({topic("b_small")}, 60s)).size(), 1'000u);
 }
 
-// A partitioned table (events.partitions: root, read through its root) whose leaves are rewritten
-// after the slot's consistent point but before the snapshot reads it: the leaves' new files are
-// empty in the exported snapshot's view, and the root has no file of its own to compare, so every
-// leaf is checked. walrelay is stopped (SIGSTOP) while it reads the first table, so the rewrite
-// lands between the consistent point and the partitioned table's read.
-TEST_F(SnapshotTest, APartitionedTableRewrittenBeforeItIsReadIsStillReadWhole) {
+// Tables rewritten after the slot's consistent point but before the snapshot reads them (their new
+// files are empty in the exported snapshot's view) are still read whole:
+// - a partitioned table (events.partitions: root, read through its root) has no file of its own
+//   to compare: every leaf is checked, and it is finished by an incremental snapshot;
+// - a table without a key cannot be handed over: it is read at its current state (as after a
+//   restart; the stream from the consistent point follows).
+// walrelay is stopped (SIGSTOP) while it reads the first table (one chunk in flight at a time),
+// so the rewrites land between the consistent point and the other tables' reads.
+TEST_F(SnapshotTest, TablesRewrittenBeforeTheyAreReadAreStillReadWhole) {
   create_rows_table("a_first", 600);
   pg_->exec("CREATE TABLE " + table("b_parted") +
             " (id int, region text, v int, t text, PRIMARY KEY (id, region)) PARTITION BY LIST "
@@ -490,24 +503,55 @@ TEST_F(SnapshotTest, APartitionedTableRewrittenBeforeItIsReadIsStillReadWhole) {
   pg_->exec("INSERT INTO " + table("b_parted") +
             " SELECT g, CASE WHEN g % 2 = 0 THEN 'eu' ELSE 'us' END, g, 'x' FROM "
             "generate_series(1, 30) g");
-  WalrelayProcess proc(
-      snapshot_config({{table("a_first")}, {table("b_parted")}}, "  chunk_size: 3\n").to_yaml());
+  pg_->exec("CREATE TABLE " + table("c_keyless") + " (id int, v int)");
+  pg_->exec("INSERT INTO " + table("c_keyless") + " SELECT g, g FROM generate_series(1, 20) g");
+  WalrelayProcess proc(one_chunk_in_flight(
+      snapshot_config({{table("a_first")}, {table("b_parted")}, {table("c_keyless")}},
+                      "  chunk_size: 3\n")
+          .to_yaml(),
+      3));
   proc.start();
   ASSERT_TRUE(proc.wait_for_log("snapshot: reading " + table("a_first"))) << proc.logs();
   ::kill(proc.pid(), SIGSTOP);
   const bool too_late =
       proc.stderr_text().find("snapshot: reading " + table("b_parted")) != std::string::npos;
   pg_->exec("ALTER TABLE " + table("b_parted") + " ALTER COLUMN v TYPE bigint");
+  pg_->exec("ALTER TABLE " + table("c_keyless") + " ALTER COLUMN v TYPE bigint");
   ::kill(proc.pid(), SIGCONT);
   ASSERT_FALSE(too_late) << "the first table was read before walrelay could be paused\n"
                          << proc.logs();
   EXPECT_TRUE(proc.wait_for_log("incremental snapshot: " + table("b_parted") + " done", 60s))
       << proc.logs();
+  EXPECT_TRUE(proc.wait_for_log("snapshot: complete", 60s)) << proc.logs();
   EXPECT_NE(proc.stderr_text().find(table("b_parted") + " was rewritten after the slot's"),
             std::string::npos)
       << proc.logs();
   ASSERT_TRUE(stop_gracefully(proc, name_));
   EXPECT_EQ(replay(kafka_->read_all({topic("b_parted")}, 30s)).size(), 30u);
+  EXPECT_EQ(kafka_->read_all({topic("c_keyless")}, 30s).size(), 20u);
+}
+
+// snapshot.mode initial_only has no stream to finish a table rewritten after the temporary
+// slot's consistent point (its new file is empty to the exported snapshot): the table is still
+// read whole, at its current state, before walrelay exits 0.
+TEST_F(SnapshotTest, InitialOnlyReadsATableRewrittenDuringTheSnapshotWhole) {
+  create_rows_table("a_first", 600);
+  create_rows_table("b_rewritten", 30);
+  auto cfg = snapshot_config({{table("a_first")}, {table("b_rewritten")}}, "  chunk_size: 3\n");
+  cfg.snapshot_mode = "initial_only";
+  WalrelayProcess proc(one_chunk_in_flight(cfg.to_yaml(), 3));
+  proc.start();
+  ASSERT_TRUE(proc.wait_for_log("snapshot: reading " + table("a_first"))) << proc.logs();
+  ::kill(proc.pid(), SIGSTOP);
+  const bool too_late =
+      proc.stderr_text().find("snapshot: reading " + table("b_rewritten")) != std::string::npos;
+  pg_->exec("ALTER TABLE " + table("b_rewritten") + " ALTER COLUMN v TYPE bigint");
+  ::kill(proc.pid(), SIGCONT);
+  ASSERT_FALSE(too_late) << "the first table was read before walrelay could be paused\n"
+                         << proc.logs();
+  EXPECT_EQ(proc.wait_exit(60s), 0) << proc.logs();
+  EXPECT_EQ(replay(kafka_->read_all({topic("b_rewritten")}, 30s)).size(), 30u) << proc.logs();
+  EXPECT_EQ(replay(kafka_->read_all({topic("a_first")}, 30s)).size(), 600u);
 }
 
 TEST_F(SnapshotTest, ASecondInstanceWaitsWhileTheFirstTakesTheSnapshot) {
