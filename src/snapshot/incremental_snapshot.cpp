@@ -141,13 +141,12 @@ std::vector<std::string> IncrementalSnapshot::execute(
         [&](const TableProgress& t) { return t.schema == schema && t.table == table; });
     if (it == progress_.tables.end()) {
       progress_.tables.push_back(table_progress(schema, table));
-    } else if (!(phase_ != Phase::kIdle &&
-                 table_ == static_cast<std::size_t>(it - progress_.tables.begin()))) {
-      *it = table_progress(schema, table);  // starts over
-      forget_pending(static_cast<std::size_t>(it - progress_.tables.begin()));
     } else {
-      refused.push_back(name + ": its snapshot is running");
-      continue;
+      // Starts over, also while one of its chunks is in flight: that chunk is dropped.
+      const auto i = static_cast<std::size_t>(it - progress_.tables.begin());
+      if (phase_ != Phase::kIdle && table_ == i) abandon_chunk();
+      *it = table_progress(schema, table);
+      forget_pending(i);
     }
     persist([&](TableProgress& d) { d = table_progress(schema, table); }, schema, table);
     spdlog::info("incremental snapshot of {} queued", name);
@@ -169,22 +168,24 @@ void IncrementalSnapshot::stop(const std::vector<std::pair<std::string, std::str
     forget_pending(i);
     persist([](TableProgress& d) { d.done = true; }, t.schema, t.table);
     spdlog::info("incremental snapshot of {}.{} stopped after {} rows", t.schema, t.table, t.rows);
-    if (phase_ != Phase::kIdle && table_ == i) {
-      // The chunk in flight is dropped: its watermarks are ignored when they arrive, and the
-      // answers of its queries (current() is false for them).
-      if (phase_ == Phase::kReading && conn_) {
-        conn_->close();  // ends its transaction, and a SELECT waiting on a lock
-        conn_.reset();
-      }
-      phase_ = Phase::kIdle;
-      window_open_ = false;
-      chunk_id_.clear();
-      rows_.clear();
-    }
+    if (phase_ != Phase::kIdle && table_ == i) abandon_chunk();
   }
   asio::post(executor_, [this, alive = std::weak_ptr<int>(alive_)] {
     if (!alive.expired()) kick();
   });
+}
+
+void IncrementalSnapshot::abandon_chunk() {
+  // The chunk in flight is dropped: its watermarks are ignored when they arrive, and the answers
+  // of its queries (current() is false for them).
+  if (phase_ == Phase::kReading && conn_) {
+    conn_->close();  // ends its transaction, and a SELECT waiting on a lock
+    conn_.reset();
+  }
+  phase_ = Phase::kIdle;
+  window_open_ = false;
+  chunk_id_.clear();
+  rows_.clear();
 }
 
 void IncrementalSnapshot::forget_pending(std::size_t table) {

@@ -76,8 +76,9 @@ class IncrementalSnapshot {
   IncrementalSnapshot& operator=(const IncrementalSnapshot&) = delete;
 
   /// Queues `names` (`schema.table`, quoted parts allowed as in `tables`) for a snapshot. A table
-  /// already queued starts over. Returns one message per table that was refused: unknown or not
-  /// a captured row-change table, or without any key (incremental chunks need one: `key_columns`).
+  /// already queued or being read starts over. Returns one message per table that was refused:
+  /// unknown or not a captured row-change table, or without any key (incremental chunks need one:
+  /// `key_columns`).
   std::vector<std::string> execute(const std::vector<std::pair<std::string, std::string>>& tables);
   /// Stops the snapshot of `tables` (every table when empty); rows published stay.
   void stop(const std::vector<std::pair<std::string, std::string>>& tables);
@@ -148,6 +149,8 @@ class IncrementalSnapshot {
   void persist(const std::function<void(TableProgress&)>& change, const std::string& schema,
                const std::string& table);
   void forget_pending(std::size_t table);
+  /// Drops the chunk in progress (stopped, or its table starts over).
+  void abandon_chunk();
   /// The chunk connection (created, connecting lazily, when there is none); nullptr (retrying
   /// later) when the conninfo cannot be parsed.
   AsyncPgConnection* connection();

@@ -838,6 +838,37 @@ TEST_F(SnapshotTest, TheSignalTableIsNeverPublishedEvenWhenATablesPatternMatches
   EXPECT_TRUE(signals.empty()) << describe(signals);
 }
 
+// A table signalled again while its incremental snapshot runs starts over (README), whether or not
+// one of its chunks is in flight at that moment; it is never refused.
+TEST_F(SnapshotTest, ATableSignalledAgainWhileItIsReadStartsOver) {
+  constexpr std::size_t kRows = 3000;
+  create_rows_table("items", kRows);
+  auto cfg = make_config({{table("items")}});
+  cfg.snapshot_lines = "  chunk_size: 5\n";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  const std::string signal =
+      "SELECT pg_logical_emit_message(true, 'walrelay-signal', " +
+      sql_literal("{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
+                  table("items") + "\"]}}") +
+      ")";
+  pg_->exec(signal);
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: reading " + table("items"))) << proc.logs();
+  pg_->exec(signal);
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("items") + " done", 120s))
+      << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  const std::string log = proc.stderr_text();
+  EXPECT_EQ(log.find("its snapshot is running"), std::string::npos) << proc.logs();
+  EXPECT_EQ(log.find("snapshot: " + table("items") + " read ("),
+            log.rfind("snapshot: " + table("items") + " read ("))
+      << "the first run was not dropped\n"
+      << proc.logs();
+  const auto records = kafka_->read_all({topic("items")}, 60s);
+  EXPECT_EQ(replay(records).size(), kRows);
+  EXPECT_GT(records.size(), kRows) << "the second signal did not start the table over";
+}
+
 TEST_F(SnapshotTest, AStoppedSnapshotStaysStoppedAndTheNextTableGoesOn) {
   create_rows_table("big", 200'000);
   create_rows_table("small", 10);
