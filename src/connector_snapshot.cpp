@@ -337,6 +337,24 @@ bool Connector::handle_snapshot_message(const decoder::Change& c, std::string_vi
                     parsed.error());
       continue;
     }
+    if (parsed->schema.find('*') != std::string::npos ||
+        parsed->table.find('*') != std::string::npos) {
+      // A glob, as in `tables`: every table the snapshots read that it matches (leaves, with
+      // events.partitions leaf).
+      std::size_t matched = 0;
+      for (const auto& captured : snapshot_tables_) {
+        if (config::glob_match(parsed->schema, captured.first) &&
+            config::glob_match(parsed->table, captured.second)) {
+          tables.push_back(captured);
+          ++matched;
+        }
+      }
+      if (matched == 0) {
+        spdlog::error("snapshot signal at LSN {}: {}: matches no captured table", c.lsn.to_string(),
+                      name);
+      }
+      continue;
+    }
     // events.partitions leaf: a partitioned table's rows go to its leaves' topics, as its
     // changes do, so its leaves are read (or stopped) in its place.
     if (auto leaves = leaf_partitions_.find({parsed->schema, parsed->table});

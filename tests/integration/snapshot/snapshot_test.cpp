@@ -869,6 +869,30 @@ TEST_F(SnapshotTest, ATableSignalledAgainWhileItIsReadStartsOver) {
   EXPECT_GT(records.size(), kRows) << "the second signal did not start the table over";
 }
 
+// A signal's table names may use `*` globs, as `tables` entries do: they name the captured tables
+// that match (Debezium's data-collections are patterns too).
+TEST_F(SnapshotTest, ASignalsGlobNamesEveryCapturedTableItMatches) {
+  create_rows_table("g_one", 3);
+  create_rows_table("g_two", 4);
+  create_rows_table("other", 5);
+  WalrelayProcess proc(
+      make_config({{table("g_one")}, {table("g_two")}, {table("other")}}).to_yaml());
+  start_streaming(proc, name_);
+  pg_->exec("SELECT pg_logical_emit_message(true, 'walrelay-signal', " +
+            sql_literal("{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
+                        schema_ + ".g_*\", \"" + schema_ + ".none_*\"]}}") +
+            ")");
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("g_two") + " done"))
+      << proc.logs();
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("g_one") + " done"))
+      << proc.logs();
+  EXPECT_TRUE(proc.wait_for_log(schema_ + ".none_*: matches no captured table")) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(kafka_->read_all({topic("g_one")}).size(), 3u);
+  EXPECT_EQ(kafka_->read_all({topic("g_two")}).size(), 4u);
+  EXPECT_TRUE(kafka_->read_all({topic("other")}, 5s).empty());
+}
+
 TEST_F(SnapshotTest, AStoppedSnapshotStaysStoppedAndTheNextTableGoesOn) {
   create_rows_table("big", 200'000);
   create_rows_table("small", 10);
