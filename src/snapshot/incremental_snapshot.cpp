@@ -220,7 +220,7 @@ AsyncPgConnection* IncrementalSnapshot::connection() {
   }
   conn_ = std::make_unique<AsyncPgConnection>(executor_, settings_.conninfo,
                                               settings_.application_name);
-  conn_->set_startup_options(std::move(*options));
+  conn_->set_startup_options(std::move(*options) + kReadEveryRowOptions);
   return conn_.get();
 }
 
@@ -343,7 +343,8 @@ void IncrementalSnapshot::on_rows(AsyncPgConnection::Result result) {
       kick();
       return;
     }
-    retry_later("chunk of " + t.schema + "." + t.table + " failed: " + result.error());
+    retry_later("chunk of " + t.schema + "." + t.table + " failed: " + result.error() +
+                row_security_hint(sqlstate, result.error()));
     return;
   }
   rows_ = std::move(*result);

@@ -5,6 +5,7 @@
 #include "client_encoding.hpp"
 #include "replication/pg_notices.hpp"
 #include "replication/replication_stream.hpp"
+#include "snapshot/table_query.hpp"
 
 namespace walrelay::snapshot {
 
@@ -37,6 +38,7 @@ SnapshotConnection::~SnapshotConnection() {
 std::expected<void, std::string> SnapshotConnection::connect() {
   auto options = replication::pinned_startup_options(conninfo_);
   if (!options) return std::unexpected(options.error());
+  *options += kReadEveryRowOptions;
   const char* keywords[] = {"dbname", "options", "application_name", nullptr};
   const char* values[] = {conninfo_.c_str(), options->c_str(), application_name_.c_str(), nullptr};
   conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);

@@ -50,7 +50,6 @@ class SnapshotConnection {
   /// Closes the connection (PQfinish); a pending callback is never called. Idempotent.
   void close();
 
-  
   /// SQLSTATE of the last error a query or exec returned (PostgreSQL docs Appendix A), e.g.
   /// 42P01 undefined_table, 42703 undefined_column; empty for connection errors.
   [[nodiscard]] const std::string& last_sqlstate() const { return sqlstate_; }

@@ -255,7 +255,9 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
         save_progress();
         return false;
       }
-      fail(SnapshotFailure::kRetry, r.error());
+      fail(SnapshotFailure::kRetry, "snapshot of " + p.schema + "." + p.table +
+                                        " failed: " + r.error() +
+                                        row_security_hint(w.conn->last_sqlstate(), r.error()));
       return false;
     }
     w.cursor = true;
@@ -369,8 +371,9 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
                                           result.error() + "); fix the value in the database");
       return;
     }
-    fail(SnapshotFailure::kRetry,
-         "snapshot of " + p.schema + "." + p.table + " failed: " + result.error());
+    fail(SnapshotFailure::kRetry, "snapshot of " + p.schema + "." + p.table +
+                                      " failed: " + result.error() +
+                                      row_security_hint(w.conn->last_sqlstate(), result.error()));
     return;
   }
   // A chunk with rows: the previous chunk's last row, held back in case it was the table's last,

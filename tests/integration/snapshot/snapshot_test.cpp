@@ -554,6 +554,43 @@ TEST_F(SnapshotTest, InitialOnlyReadsATableRewrittenDuringTheSnapshotWhole) {
   EXPECT_EQ(replay(kafka_->read_all({topic("a_first")}, 30s)).size(), 600u);
 }
 
+// Row-level security: a role without BYPASSRLS sees only the rows the table's policies show it,
+// while logical decoding streams every row. A snapshot read must not silently leave the others
+// out (as pg_dump, it reads with row_security off, which makes such a read an error): walrelay
+// reports it and retries, and reads every row once the role may.
+TEST_F(SnapshotTest, RowLevelSecurityNeverHidesRowsFromTheSnapshot) {
+  const std::string role = name_ + "_rls";
+  struct DropRole {
+    Pg& pg;
+    std::string role;
+    ~DropRole() {
+      try {
+        pg.exec("DROP OWNED BY " + sql_ident(role) + "; DROP ROLE " + sql_ident(role));
+      } catch (...) {
+      }
+    }
+  } drop_role{*pg_, role};
+  pg_->exec("CREATE ROLE " + sql_ident(role) + " LOGIN REPLICATION");
+  pg_->exec("CREATE TABLE " + table("tenants") + " (id int PRIMARY KEY, tenant text, v int)");
+  pg_->exec(
+      "INSERT INTO " + table("tenants") +
+      " SELECT g, CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, g FROM generate_series(1, 10) g");
+  pg_->exec("ALTER TABLE " + table("tenants") + " ENABLE ROW LEVEL SECURITY");
+  pg_->exec("CREATE POLICY only_a ON " + table("tenants") + " USING (tenant = 'a')");
+  pg_->exec("GRANT USAGE ON SCHEMA " + schema_ + " TO " + sql_ident(role));
+  pg_->exec("GRANT SELECT ON " + table("tenants") + " TO " + sql_ident(role));
+  auto cfg = snapshot_config({{table("tenants")}}, "  chunk_size: 3\n");
+  cfg.snapshot_mode = "initial_only";
+  cfg.conninfo += " user=" + role;
+  WalrelayProcess proc(cfg.to_yaml());
+  proc.start();
+  EXPECT_TRUE(proc.wait_for_log("row-level security")) << proc.logs();
+  EXPECT_TRUE(proc.running()) << proc.logs();
+  pg_->exec("ALTER ROLE " + sql_ident(role) + " BYPASSRLS");
+  EXPECT_EQ(proc.wait_exit(60s), 0) << proc.logs();
+  EXPECT_EQ(kafka_->read_all({topic("tenants")}, 30s).size(), 10u) << proc.logs();
+}
+
 TEST_F(SnapshotTest, ASecondInstanceWaitsWhileTheFirstTakesTheSnapshot) {
   create_rows_table("items", 60'000);
   const auto cfg = snapshot_config({{table("items")}}, "  chunk_size: 200\n");
