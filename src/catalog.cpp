@@ -93,7 +93,7 @@ class Catalog::Load {
       case Step::kRelation:
         return Query{
             "SELECT c.oid, c.relreplident, coalesce(rn.nspname, n.nspname), "
-            "coalesce(rc.relname, c.relname) "
+            "coalesce(rc.relname, c.relname), c.relkind "
             "FROM pg_catalog.pg_class c "
             "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
             "LEFT JOIN pg_catalog.pg_class rc ON rc.oid = "
@@ -171,6 +171,7 @@ class Catalog::Load {
         ts_->replica_identity = cell(*rows, 0, 1).empty() ? 'd' : cell(*rows, 0, 1)[0];
         ts_->root_schema = cell(*rows, 0, 2);
         ts_->root_table = cell(*rows, 0, 3);
+        ts_->partitioned = cell(*rows, 0, 4) == "p";
         step_ = Step::kColumns;
         return {};
       case Step::kColumns:

@@ -73,8 +73,11 @@ std::optional<TableReadPlan> make_read_plan(const router::TableSchema& shape,
     if (i > 0) plan.select += ", ";
     plan.select += replication::quote_ident(shape.columns[i].name);
   }
-  plan.select += " FROM " + replication::quote_ident(shape.schema) + "." +
-                 replication::quote_ident(shape.table);
+  // ONLY: an inheritance parent's own rows (its children's changes are streamed under their own
+  // names); a partitioned table's rows are all in its partitions.
+  plan.select += shape.partitioned ? " FROM " : " FROM ONLY ";
+  plan.select +=
+      replication::quote_ident(shape.schema) + "." + replication::quote_ident(shape.table);
   return plan;
 }
 

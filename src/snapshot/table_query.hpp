@@ -25,7 +25,7 @@ struct TableReadPlan {
   std::vector<unsigned int> key_types;  ///< their type OIDs (typed query parameters)
   std::vector<std::string_view> pk;     ///< the Change's pk: the primary key columns
   std::vector<std::string> name_json;   ///< column names as JSON string tokens
-  std::string select;                   ///< `SELECT <columns> FROM <table>`
+  std::string select;                   ///< `SELECT <columns> FROM [ONLY] <table>`
 };
 
 /// The plan for `shape`: paginated on its primary key, else on a unique index over NOT NULL

@@ -35,6 +35,9 @@ struct TableSchema {
   std::vector<std::vector<std::string>> unique_keys;
   std::string root_schema;  ///< partitioned tables: the root of a leaf (pg_partition_root);
   std::string root_table;   ///<   otherwise the table itself
+  /// A partitioned table (relkind 'p'): its rows are its partitions'. Any other table's rows are
+  /// its own, not its inheritance children's (INHERITS), which wal2json reports as theirs.
+  bool partitioned = false;
 
   friend bool operator==(const TableSchema&, const TableSchema&) = default;
 
