@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <cstdio>
+#include <random>
 
 #include "replication/replication_stream.hpp"
 
@@ -244,7 +246,13 @@ void IncrementalSnapshot::kick() {
 void IncrementalSnapshot::start_chunk() {
   table_ = *next_table();
   TableProgress& t = progress_.tables[table_];
-  chunk_id_ = std::to_string(::getpid()) + "-" + std::to_string(++chunk_counter_);
+  if (chunk_id_prefix_.empty()) {
+    char nonce[9];
+    std::snprintf(nonce, sizeof nonce, "%08x", std::random_device{}());
+    chunk_id_prefix_ =
+        progress_.slot + "-" + std::to_string(::getpid()) + "-" + std::string(nonce) + "-";
+  }
+  chunk_id_ = chunk_id_prefix_ + std::to_string(++chunk_counter_);
   phase_ = Phase::kPreparing;
   topic_ = router_.topic_of(t.schema, t.table);
   window_open_ = false;

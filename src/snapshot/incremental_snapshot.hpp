@@ -171,6 +171,10 @@ class IncrementalSnapshot {
   TableReadPlan plan_;
   std::string chunk_id_;
   std::uint64_t chunk_counter_ = 0;
+  /// What makes this process's chunk ids unique among every walrelay on the database (whose
+  /// watermarks each stream shows): the slot (one running walrelay each), the pid and a random
+  /// number (a restart, often with the same pid in a container, replays its predecessor's).
+  std::string chunk_id_prefix_;
   bool window_open_ = false;
   std::string topic_;  // the table's topic (window key matching)
   std::unordered_set<std::string> window_keys_;

@@ -953,6 +953,48 @@ TEST_F(SnapshotTest, ASignalsGlobNamesEveryCapturedTableItMatches) {
   EXPECT_TRUE(kafka_->read_all({topic("other")}, 5s).empty());
 }
 
+// Watermarks are database-wide logical messages: every walrelay on the database (one per slot)
+// sees the others'. Another connector's watermark must never be taken for this one's, even when
+// its process has the same pid (containers run walrelay as pid 1) and the same chunk count: here
+// a foreign low watermark with this process's pid and first chunk number arrives in the window of
+// that chunk, after a change the chunk's SELECT did not see. Taken for its own, it reopened the
+// window and forgot the change, and the chunk's older row was published after it (a stale state).
+TEST_F(SnapshotTest, AnotherConnectorsWatermarkIsNeverTakenForThisOnes) {
+  create_rows_table("items", 3);
+  auto cfg = make_config({{table("items")}});
+  cfg.extra_yaml = "heartbeat:\n  enabled: false\n";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  pg_->exec("UPDATE " + table("items") + " SET v = v WHERE id = 1");  // the shape is cached now
+  ASSERT_EQ(kafka_->read_at_least({topic("items")}, 1).size(), 1u) << proc.logs();
+  Pg locker(env_.pg_conninfo);
+  locker.exec("BEGIN; LOCK TABLE " + table("items") + " IN ACCESS EXCLUSIVE MODE");
+  pg_->exec("SELECT pg_logical_emit_message(true, 'walrelay-signal', " +
+            sql_literal("{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
+                        table("items") + "\"]}}") +
+            ")");
+  // The chunk's low watermark is committed and its SELECT (its snapshot taken) waits.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return pg_->value(
+                   "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = "
+                   "left(" +
+                   sql_literal("walrelay-snapshot-" + name_) +
+                   ", 63) AND wait_event_type = 'Lock'") == "1";
+      },
+      30s))
+      << proc.logs();
+  locker.exec("UPDATE " + table("items") + " SET v = 12345, t = 'newer' WHERE id = 2");
+  locker.exec("SELECT pg_logical_emit_message(true, 'walrelay-watermark', " +
+              sql_literal("low:" + std::to_string(proc.pid()) + "-1") + ")");
+  locker.exec("COMMIT");
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("items") + " done"))
+      << proc.logs();
+  ASSERT_TRUE(wait_caught_up(name_)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  expect_topic_equals_table("items");
+}
+
 TEST_F(SnapshotTest, AStoppedSnapshotStaysStoppedAndTheNextTableGoesOn) {
   create_rows_table("big", 200'000);
   create_rows_table("small", 10);
