@@ -38,6 +38,29 @@ std::expected<Signal, std::string> parse_signal(std::string_view json) {
                                "streaming)");
       }
     }
+    // Debezium's row filters (additional-conditions; additional-condition before 2.0) and
+    // surrogate-key change which rows a snapshot reads and how: walrelay reads every row by the
+    // table's key, so a signal asking for less (or otherwise) is refused, never silently widened.
+    simdjson::dom::array conditions;
+    std::string_view text;
+    if ((data["additional-conditions"].get(conditions) == simdjson::SUCCESS &&
+         conditions.size() > 0) ||
+        (data["additional-conditions"].error() == simdjson::SUCCESS &&
+         data["additional-conditions"].get(conditions) != simdjson::SUCCESS)) {
+      return std::unexpected(
+          "`data.additional-conditions` (row filters) is not supported: walrelay reads every "
+          "row of a table");
+    }
+    if (data["additional-condition"].get(text) == simdjson::SUCCESS && !text.empty()) {
+      return std::unexpected(
+          "`data.additional-condition` (a row filter) is not supported: walrelay reads every "
+          "row of a table");
+    }
+    if (data["surrogate-key"].get(text) == simdjson::SUCCESS && !text.empty()) {
+      return std::unexpected(
+          "`data.surrogate-key` is not supported: walrelay reads a table in chunks of its own "
+          "key (the primary key, else `key_columns`)");
+    }
     simdjson::dom::array collections;
     if (auto c = data["data-collections"]; c.error() == simdjson::SUCCESS) {
       if (c.get(collections) != simdjson::SUCCESS) {

@@ -48,6 +48,23 @@ TEST(Signal, MistakesNameTheField) {
       std::string::npos);
 }
 
+// Debezium's row filters and surrogate keys change what a snapshot reads: a signal with one is
+// refused (walrelay would read every row of the table instead), never silently widened.
+TEST(Signal, RowFiltersAndSurrogateKeysAreRefused) {
+  for (const char* extra : {R"("additional-conditions":[{"data-collection":"a.b","filter":"x=1"}])",
+                            R"("additional-condition":"x = 1")", R"("surrogate-key":"x")"}) {
+    const std::string json =
+        std::string(R"({"type":"execute-snapshot","data":{"data-collections":["a.b"],)") + extra +
+        "}}";
+    auto s = parse_signal(json);
+    ASSERT_FALSE(s) << json;
+    EXPECT_NE(s.error().find("not supported"), std::string::npos) << s.error();
+  }
+  // Empty ones ask for nothing different.
+  EXPECT_TRUE(parse_signal(
+      R"({"type":"execute-snapshot","data":{"data-collections":["a.b"],"additional-conditions":[],"additional-condition":"","surrogate-key":""}})"));
+}
+
 TEST(Signal, WhatTheCommandSendsParsesBack) {
   Signal s;
   s.tables = {"public.orders", "a.\"b \\\" c\""};
