@@ -355,7 +355,9 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
     if (is_dropped_table(w.conn->last_sqlstate())) {
       spdlog::warn(
           "snapshot: table {}.{} was dropped while it was read ({}); its rows published so far "
-          "stay, and nothing more of it is read",
+          "stay, and nothing more of it is read (if it was renamed and `tables` captures its new "
+          "name, that table is read by an incremental snapshot at the next start, "
+          "snapshot.new_tables)",
           p.schema, p.table, result.error());
       w.cursor = false;
       w.result.reset();
