@@ -128,7 +128,13 @@ class Catalog::Load {
             {relid_}};
       case Step::kUniqueKeys:
         return Query{
-            "SELECT i.indexrelid::text, a.attname, a.attnotnull "
+            // Usable per column: NOT NULL, and equal values for the index are equal for the
+            // column's own collation (which orders and compares the chunks), i.e. the same
+            // collation, or a deterministic one on the column.
+            "SELECT i.indexrelid::text, a.attname, a.attnotnull AND "
+            "(i.indcollation[(k.ord - 1)::int] = a.attcollation OR coalesce((SELECT "
+            "co.collisdeterministic FROM pg_catalog.pg_collation co WHERE co.oid = "
+            "a.attcollation), true)) "
             "FROM pg_catalog.pg_index i "
             "CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) "
             "JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid "
@@ -260,7 +266,9 @@ class Catalog::Load {
         index = cell(uk, i, 0);
       }
       key_cols.push_back(cell(uk, i, 1));
-      if (cell(uk, i, 2) != "t") usable = false;  // NULLs are not unique, and compare as NULL
+      // NULLs are not unique, and compare as NULL; a column whose collation ties what the index
+      // tells apart would make keyset chunks skip rows.
+      if (cell(uk, i, 2) != "t") usable = false;
     }
     flush();
   }
