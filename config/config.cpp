@@ -551,6 +551,10 @@ class Loader {
          [&](const YAML::Node& v, const std::string& p) {
            if (auto s = one_of(v, p, {"incremental", "never"})) sc.new_tables = *s;
          }},
+        {"row_security",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto b = boolean(v, p)) sc.row_security = *b;
+         }},
         {"signal_prefix",
          [&](const YAML::Node& v, const std::string& p) {
            if (auto s = nonempty_string(v, p)) sc.signal_prefix = std::move(*s);

@@ -152,6 +152,7 @@ void Connector::run_snapshot() {
   if (cfg_.errors.policy == "dead_letter")
     settings.dead_letter_topic = cfg_.errors.dead_letter_topic;
   settings.check_utf8 = transcoder_.mode() == decoder::TranscodeMode::kValidate;
+  settings.row_security = cfg_.snapshot.row_security;
   if (snapshot_progress_->resumed) {
     spdlog::warn(
         "snapshot: resuming an interrupted snapshot (progress in {}): the exported snapshot is "
@@ -216,7 +217,7 @@ void Connector::start_incremental() {
   progress.slot = slot;
   snapshot::IncrementalSnapshot::Settings settings{
       cfg_.source.conninfo, "walrelay-snapshot-" + cfg_.name, cfg_.snapshot.chunk_size,
-      transcoder_.mode() == decoder::TranscodeMode::kValidate};
+      transcoder_.mode() == decoder::TranscodeMode::kValidate, cfg_.snapshot.row_security};
   // Each chunk reads its table's shape on the catalog's non-blocking connection.
   auto read_shape = [this](const std::string& schema, const std::string& table,
                            std::function<void(const router::TableSchema*)> done) {

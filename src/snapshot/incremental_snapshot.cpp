@@ -222,7 +222,7 @@ AsyncPgConnection* IncrementalSnapshot::connection() {
   }
   conn_ = std::make_unique<AsyncPgConnection>(executor_, settings_.conninfo,
                                               settings_.application_name);
-  conn_->set_startup_options(std::move(*options) + kReadEveryRowOptions);
+  conn_->set_startup_options(std::move(*options) + read_every_row_options(settings_.row_security));
   return conn_.get();
 }
 

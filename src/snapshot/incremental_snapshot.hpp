@@ -57,6 +57,9 @@ class IncrementalSnapshot {
     std::size_t chunk_size = 8192;
     /// An SQL_ASCII database: each row must be UTF-8 (a row that is not is a mapping error).
     bool check_utf8 = false;
+    /// snapshot.row_security: read with row-level security policies applied (default: off, a
+    /// policy that would hide rows is an error).
+    bool row_security = false;
   };
 
   /// Reads `schema.table`'s current shape without blocking and calls the callback on the

@@ -5,7 +5,6 @@
 #include "client_encoding.hpp"
 #include "replication/pg_notices.hpp"
 #include "replication/replication_stream.hpp"
-#include "snapshot/table_query.hpp"
 
 namespace walrelay::snapshot {
 
@@ -35,10 +34,10 @@ SnapshotConnection::~SnapshotConnection() {
   close();
 }
 
-std::expected<void, std::string> SnapshotConnection::connect() {
+std::expected<void, std::string> SnapshotConnection::connect(std::string_view extra_options) {
   auto options = replication::pinned_startup_options(conninfo_);
   if (!options) return std::unexpected(options.error());
-  *options += kReadEveryRowOptions;
+  *options += extra_options;
   const char* keywords[] = {"dbname", "options", "application_name", nullptr};
   const char* values[] = {conninfo_.c_str(), options->c_str(), application_name_.c_str(), nullptr};
   conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);

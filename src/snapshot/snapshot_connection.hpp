@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace walrelay::snapshot {
@@ -35,8 +36,9 @@ class SnapshotConnection {
   SnapshotConnection(const SnapshotConnection&) = delete;
   SnapshotConnection& operator=(const SnapshotConnection&) = delete;
 
-  /// Connects (blocking: a few ms, once per connection). Errors carry libpq's message.
-  std::expected<void, std::string> connect();
+  /// Connects (blocking: a few ms, once per connection) with the replication session's pinned
+  /// settings and `extra_options` (more startup options). Errors carry libpq's message.
+  std::expected<void, std::string> connect(std::string_view extra_options = {});
 
   /// Runs `sql` synchronously (short statements only: BEGIN, SET TRANSACTION SNAPSHOT, COMMIT).
   std::expected<ResultPtr, std::string> exec(const std::string& sql);

@@ -106,7 +106,7 @@ void Snapshotter::start() {
 bool Snapshotter::open_worker(Worker& w) {
   w.conn = std::make_unique<SnapshotConnection>(executor_, settings_.conninfo,
                                                 settings_.application_name);
-  if (auto c = w.conn->connect(); !c) {
+  if (auto c = w.conn->connect(read_every_row_options(settings_.row_security)); !c) {
     fail(SnapshotFailure::kRetry, c.error());
     return false;
   }

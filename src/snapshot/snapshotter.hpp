@@ -66,6 +66,9 @@ class Snapshotter {
     /// An SQL_ASCII database (source.allow_sql_ascii): row texts arrive as stored and each row
     /// must be UTF-8, else it is a mapping error (dead-lettered or stopping, as above).
     bool check_utf8 = false;
+    /// snapshot.row_security: read with row-level security policies applied (default: off, a
+    /// policy that would hide rows is an error).
+    bool row_security = false;
   };
   using Done = std::function<void(std::optional<SnapshotFailure>, const std::string& reason)>;
 

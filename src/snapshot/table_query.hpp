@@ -36,16 +36,20 @@ struct TableReadPlan {
 std::optional<TableReadPlan> make_read_plan(const router::TableSchema& shape,
                                             const std::vector<std::string>& preferred_key);
 
-/// Startup options of every connection that reads a snapshot's rows, after the pinned ones: with
+/// Startup options of every connection that reads a snapshot's rows, after the pinned ones. With
 /// row_security off (PostgreSQL docs §20.11.1, as pg_dump reads), a read that a row-level security
 /// policy would filter for walrelay's role fails (insufficient_privilege) instead of silently
 /// leaving out rows the stream carries; a role that owns the table or has BYPASSRLS reads all.
-inline constexpr const char* kReadEveryRowOptions = " -c row_security=off";
+/// `row_security` (snapshot.row_security): policies apply, nothing is added.
+inline const char* read_every_row_options(bool row_security) {
+  return row_security ? "" : " -c row_security=off";
+}
 /// What a failed read's message gains when a row-level security policy refused it.
 inline std::string row_security_hint(const std::string& sqlstate, const std::string& message) {
   if (sqlstate != "42501" || message.find("row-level security") == std::string::npos) return "";
   return " (walrelay's role must read every row, as the stream carries every row: ALTER ROLE ... "
-         "BYPASSRLS; retrying)";
+         "BYPASSRLS, or snapshot.row_security: true if its policies show it every row; "
+         "retrying)";
 }
 
 /// SQLSTATEs (PostgreSQL docs Appendix A) that mean the table is gone: undefined_table,

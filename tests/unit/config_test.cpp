@@ -1487,14 +1487,18 @@ TEST(ConfigSnapshot, DefaultsAreAnInitialSnapshotInChunksOf8192) {
   EXPECT_EQ(r.config->snapshot.mode, "initial");
   EXPECT_EQ(r.config->snapshot.chunk_size, 8192u);
   EXPECT_EQ(r.config->snapshot.parallelism, 1u);
+  EXPECT_FALSE(r.config->snapshot.row_security);
 }
 
 TEST(ConfigSnapshot, EveryKeyIsReadAndMistakesNameTheKey) {
-  auto r = load_with("snapshot:\n  mode: initial_only\n  chunk_size: 500\n  parallelism: 4\n");
+  auto r = load_with(
+      "snapshot:\n  mode: initial_only\n  chunk_size: 500\n  parallelism: 4\n  row_security: "
+      "true\n");
   ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].key + ": " + r.errors[0].reason);
   EXPECT_EQ(r.config->snapshot.mode, "initial_only");
   EXPECT_EQ(r.config->snapshot.chunk_size, 500u);
   EXPECT_EQ(r.config->snapshot.parallelism, 4u);
+  EXPECT_TRUE(r.config->snapshot.row_security);
   auto bad =
       load_with("snapshot:\n  mode: always\n  chunk_size: 0\n  parallelism: 17\n  fetch_size: 3\n");
   auto huge = load_with("snapshot:\n  chunk_size: 2147483648\n");

@@ -609,6 +609,16 @@ TEST_F(SnapshotTest, RowLevelSecurityNeverHidesRowsFromTheSnapshot) {
   pg_->exec("ALTER ROLE " + sql_ident(role) + " BYPASSRLS");
   EXPECT_EQ(proc.wait_exit(60s), 0) << proc.logs();
   EXPECT_EQ(kafka_->read_all({topic("tenants")}, 30s).size(), 10u) << proc.logs();
+  // snapshot.row_security: true: the operator vouches for the policies, which apply.
+  pg_->exec("ALTER ROLE " + sql_ident(role) + " NOBYPASSRLS");
+  auto with_policies = cfg;
+  with_policies.name = with_policies.slot = with_policies.prefix = name_ + "_p";
+  with_policies.snapshot_lines += "  row_security: true\n";
+  WalrelayProcess again(with_policies.to_yaml());
+  again.start();
+  EXPECT_EQ(again.wait_exit(60s), 0) << again.logs();
+  EXPECT_EQ(kafka_->read_all({name_ + "_p." + schema_ + ".tenants"}, 30s).size(), 5u)
+      << again.logs();
 }
 
 // Table inheritance (INHERITS, not declarative partitioning): a child's rows are the child's, and

@@ -199,6 +199,10 @@ struct SnapshotConfig {
   std::string signal_table;
   std::string signal_table_schema;  ///< its parts, parsed by the loader
   std::string signal_table_name;
+  /// false (default): snapshots read with row_security off, so a row-level security policy that
+  /// would hide rows from walrelay's role is an error, as in pg_dump. true: policies apply (the
+  /// operator vouches that they show the role every row; pg_dump --enable-row-security).
+  bool row_security = false;
 };
 
 /// The metrics and health endpoint (README "Metrics and health").
