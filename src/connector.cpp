@@ -140,6 +140,7 @@ void Connector::create_producer() {
   eos_attach_publisher();
   producer_->start();
   stale_in_flight_ = 0;  // a new producer: nothing of the old one will report
+  last_published_ = {};  // its topic names are freed with the old producer
 }
 
 void Connector::start_session() {
@@ -752,12 +753,22 @@ void Connector::on_delivery(const sink::DeliveryReport& r) {
         op = tail.substr(at + 6, 1);
       }
     }
-    published_key_.assign(r.topic);
-    published_key_.push_back('\0');
-    published_key_.append(op);
-    auto it = published_by_topic_.find(published_key_);
-    if (it == published_by_topic_.end()) it = published_by_topic_.emplace(published_key_, 0).first;
-    ++it->second;
+    // Consecutive reports mostly share topic and op: the topic's name pointer is librdkafka's,
+    // stable per topic handle, and map nodes never move, so the last counter is reused.
+    if (r.topic.data() != last_published_.topic || op != last_published_.op ||
+        last_published_.count == nullptr) {
+      published_key_.assign(r.topic);
+      published_key_.push_back('\0');
+      published_key_.append(op);
+      auto it = published_by_topic_.find(published_key_);
+      if (it == published_by_topic_.end()) {
+        it = published_by_topic_.emplace(published_key_, 0).first;
+      }
+      last_published_.topic = r.topic.data();
+      last_published_.op.assign(op);
+      last_published_.count = &it->second;
+    }
+    ++*last_published_.count;
     published_bytes_ += r.bytes;
     last_ack_ = std::chrono::steady_clock::now();
   } else if (!stopping_) {
