@@ -33,6 +33,9 @@ extern char** environ;
 #ifndef WALRELAY_BINARY
 #error "WALRELAY_BINARY must be defined (path of the walrelay executable)"
 #endif
+#ifndef WALRELAY_SERVICES_DIR
+#error "WALRELAY_SERVICES_DIR must be defined (tests/services)"
+#endif
 
 namespace walrelay::itest {
 
@@ -109,6 +112,12 @@ bool wait_until(const std::function<bool()>& predicate, std::chrono::millisecond
     std::this_thread::sleep_for(poll);
   }
   return predicate();
+}
+
+std::size_t count_occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
 }
 
 // --------------------------------------------------------------------------------------- Pg
@@ -761,6 +770,46 @@ std::string WalrelayProcess::stderr_text() const {
 
 std::string WalrelayProcess::logs() const {
   return "stdout:\n" + stdout_text() + "stderr:\n" + stderr_text();
+}
+
+// ------------------------------------------------------------------------------ services
+
+std::string services_state_dir() {
+  const char* v = std::getenv("WALRELAY_TEST_STATE_DIR");
+  return v != nullptr ? std::string(v) : std::string();
+}
+
+int run_service_script(const std::string& script, const std::string& args) {
+  const std::string cmd = std::string("bash ") + WALRELAY_SERVICES_DIR + "/" + script + " " +
+                          services_state_dir() + (args.empty() ? "" : " " + args) + " 2>&1";
+  std::cout << "[services] $ " << cmd << std::endl;
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+KafkaOutage::~KafkaOutage() {
+  if (stopped_) (void)run_service_script("kafka-ctl.sh", "start");
+}
+
+int KafkaOutage::stop() {
+  stopped_ = true;
+  return run_service_script("kafka-ctl.sh", "stop");
+}
+
+int KafkaOutage::start() {
+  const int rc = run_service_script("kafka-ctl.sh", "start");
+  if (rc == 0) stopped_ = false;
+  return rc;
+}
+
+std::optional<long> proc_status_kb(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with(field + ":"))
+      return std::strtol(line.c_str() + field.size() + 1, nullptr, 10);
+  }
+  return std::nullopt;
 }
 
 // ------------------------------------------------------------------------------- fixture

@@ -61,6 +61,9 @@ bool wait_until(const std::function<bool()>& predicate,
                 std::chrono::milliseconds timeout = kDefaultTimeout,
                 std::chrono::milliseconds poll = 50ms);
 
+/// How many times `what` occurs in `text` (e.g. a line in a log), overlapping ones included.
+std::size_t count_occurrences(const std::string& text, const std::string& what);
+
 // --------------------------------------------------------------------------------------- Pg
 
 /// libpq error (connection or statement), with the SQL that failed.
@@ -293,6 +296,39 @@ class WalrelayProcess {
   pid_t pid_ = -1;
   std::optional<int> last_exit_;
 };
+
+// ------------------------------------------------------------------------------ services
+// The shared services of tests/services/start.sh, restarted by the suites that run alone
+// (RUN_SERIAL). The service scripts find the services through WALRELAY_TEST_STATE_DIR, which
+// start.sh writes into its env file.
+
+/// WALRELAY_TEST_STATE_DIR (start.sh's STATE_DIR), or "" when unset.
+std::string services_state_dir();
+/// Runs tests/services/<script> STATE_DIR [args] (e.g. pg-restart.sh; kafka-ctl.sh stop), echoing
+/// the command line to stdout; returns the shell's exit status (128 when it did not exit).
+int run_service_script(const std::string& script, const std::string& args = "");
+
+/// A broker outage: stop() stops the shared Kafka (kafka-ctl.sh stop), start() starts it again.
+/// Whatever happens in between (a failed assertion returns early), the broker runs again when the
+/// object goes: the destructor starts it if it is still stopped.
+class KafkaOutage {
+ public:
+  KafkaOutage() = default;
+  ~KafkaOutage();
+  KafkaOutage(const KafkaOutage&) = delete;
+  KafkaOutage& operator=(const KafkaOutage&) = delete;
+
+  /// kafka-ctl.sh stop; its exit status. From the call on, the broker counts as stopped.
+  int stop();
+  /// kafka-ctl.sh start; its exit status. The broker counts as stopped until this succeeds.
+  int start();
+
+ private:
+  bool stopped_ = false;
+};
+
+/// A `VmXxx:` figure of /proc/<pid>/status in kB (e.g. VmRSS, VmHWM), nullopt if it cannot be read.
+std::optional<long> proc_status_kb(pid_t pid, const std::string& field);
 
 // ------------------------------------------------------------------------------- fixture
 
