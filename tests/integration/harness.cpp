@@ -257,6 +257,45 @@ void drop_slot_quietly(Pg& pg, const std::string& slot) {
   }
 }
 
+bool lsn_after(Pg& pg, const std::string& a, const std::string& b) {
+  return pg.value("SELECT (" + sql_literal(a) + "::pg_lsn > " + sql_literal(b) +
+                  "::pg_lsn)::text") == "true";
+}
+
+bool wait_confirmed_past(Pg& pg, const std::string& slot, const std::string& lsn,
+                         std::string& confirmed, std::chrono::milliseconds timeout) {
+  return wait_until(
+      [&] {
+        auto s = slot_state(pg, slot);
+        confirmed = s && s->confirmed_flush_lsn ? *s->confirmed_flush_lsn : "0/0";
+        return lsn_after(pg, confirmed, lsn);
+      },
+      timeout);
+}
+
+// ------------------------------------------------------------------------------ lock waits
+
+std::string waiting_sessions_sql(const std::string& application_name,
+                                 const std::string& wait_condition) {
+  return "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = left(" +
+         sql_literal(application_name) + ", 63) AND " + wait_condition;
+}
+
+bool wait_for_waiting_session(Pg& observer, const std::string& waiting_sql,
+                              std::chrono::milliseconds timeout) {
+  return wait_until([&] { return observer.value(waiting_sql) == "1"; }, timeout);
+}
+
+void warm_up_slot_queries(Pg& pg, const std::string& slot) {
+  (void)lsn_after(pg, "0/1", "0/0");
+  (void)slot_state(pg, slot);
+}
+
+void hold_exclusive_lock(Pg& locker, const std::string& table) {
+  locker.exec("BEGIN");
+  locker.exec("LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE");
+}
+
 // ------------------------------------------------------------------------------------ Kafka
 
 std::string KafkaRecord::header(const std::string& name) const {

@@ -119,6 +119,33 @@ bool wait_slot_inactive(Pg& pg, const std::string& slot,
 /// Drops the slot if it exists, waiting for it to become inactive first. Never throws.
 void drop_slot_quietly(Pg& pg, const std::string& slot);
 
+/// `a` > `b` as LSNs (`X/Y` text), compared by the server.
+bool lsn_after(Pg& pg, const std::string& a, const std::string& b);
+/// Waits until the slot's confirmed_flush_lsn is past `lsn` (lsn_after); `confirmed` is left at
+/// the last value read ("0/0" while the slot has none).
+bool wait_confirmed_past(Pg& pg, const std::string& slot, const std::string& lsn,
+                         std::string& confirmed,
+                         std::chrono::milliseconds timeout = kDefaultTimeout);
+
+// ------------------------------------------------------------------------------ lock waits
+// A test that makes walrelay's session wait on the server (a lock another session holds) checks
+// in pg_stat_activity that it waits before it asserts. While pg_catalog.pg_namespace is locked,
+// every session the test uses must have resolved its names before (a name lookup that misses the
+// session's cache reads pg_namespace and would wait too): hence warm_up_slot_queries.
+
+/// SQL giving, as text, how many sessions named `application_name` (cut to 63 bytes, as the server
+/// keeps it) wait as `wait_condition` says (a condition on pg_stat_activity, e.g.
+/// "wait_event_type = 'Lock'" or "wait_event = 'SyncRep'").
+std::string waiting_sessions_sql(const std::string& application_name,
+                                 const std::string& wait_condition);
+/// Waits until `observer` counts exactly one session with `waiting_sql` (waiting_sessions_sql).
+bool wait_for_waiting_session(Pg& observer, const std::string& waiting_sql,
+                              std::chrono::milliseconds timeout = kDefaultTimeout);
+/// Runs on `pg` once each query lsn_after and slot_state send, so that it has resolved their names.
+void warm_up_slot_queries(Pg& pg, const std::string& slot);
+/// BEGIN and LOCK TABLE `table` IN ACCESS EXCLUSIVE MODE on `locker`: held until it commits.
+void hold_exclusive_lock(Pg& locker, const std::string& table);
+
 // ------------------------------------------------------------------------------------ Kafka
 
 /// One consumed Kafka record.
