@@ -4,7 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdint>
 #include <ctime>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include "connector.hpp"
 
@@ -55,6 +60,17 @@ void sample(std::string& out, std::string_view name, T value, std::string_view l
   out.push_back(' ');
   out += fmt::format("{}", value);
   out.push_back('\n');
+}
+
+// A metric whose samples differ in one label only: HELP and TYPE, then one sample a value of the
+// label (`name{label="value"} n`), in the order given.
+void labelled(std::string& out, std::string_view name, std::string_view type, std::string_view help,
+              std::string_view label_name,
+              std::initializer_list<std::pair<std::string_view, std::uint64_t>> samples) {
+  metric(out, name, type, help);
+  for (const auto& [value, n] : samples) {
+    sample(out, name, n, std::string(label_name) + "=\"" + label(value) + "\"");
+  }
 }
 
 }  // namespace
@@ -148,18 +164,18 @@ std::string Connector::metrics_text() {
   metric(out, "walrelay_published_bytes_total", "counter",
          "key + value bytes of the records Kafka acknowledged");
   sample(out, "walrelay_published_bytes_total", published_bytes_);
-  metric(out, "walrelay_dead_lettered_total", "counter", "records sent to the dead-letter topic");
-  sample(out, "walrelay_dead_lettered_total", dead_lettered_mapping_, "reason=\"mapping\"");
-  sample(out, "walrelay_dead_lettered_total", dead_lettered_oversize_, "reason=\"oversize\"");
-  sample(out, "walrelay_dead_lettered_total", dead_lettered_delivery_, "reason=\"delivery\"");
+  labelled(out, "walrelay_dead_lettered_total", "counter", "records sent to the dead-letter topic",
+           "reason",
+           {{"mapping", dead_lettered_mapping_},
+            {"oversize", dead_lettered_oversize_},
+            {"delivery", dead_lettered_delivery_}});
   metric(out, "walrelay_delivery_errors_total", "counter",
          "delivery reports with an error that could not be retried");
   sample(out, "walrelay_delivery_errors_total", delivery_errors_);
   // delivery exactly_once (0 in the default mode, served always so that dashboards need no mode).
-  metric(out, "walrelay_kafka_transactions_total", "counter",
-         "Kafka transactions ended (delivery exactly_once)");
-  sample(out, "walrelay_kafka_transactions_total", eos_commits_, "outcome=\"committed\"");
-  sample(out, "walrelay_kafka_transactions_total", eos_aborts_, "outcome=\"aborted\"");
+  labelled(out, "walrelay_kafka_transactions_total", "counter",
+           "Kafka transactions ended (delivery exactly_once)", "outcome",
+           {{"committed", eos_commits_}, {"aborted", eos_aborts_}});
   metric(out, "walrelay_skipped_records_total", "counter",
          "records not published again because Kafka had them (the stored position)");
   sample(out, "walrelay_skipped_records_total", eos_skipped_);

@@ -38,52 +38,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string services_state_dir() {
-  const char* v = std::getenv("WALRELAY_TEST_STATE_DIR");
-  return v != nullptr ? std::string(v) : std::string();
-}
-
-int run_service_script(const std::string& script, const std::string& args) {
-  const std::string cmd = std::string("bash ") + WALRELAY_SERVICES_DIR + "/" + script + " " +
-                          services_state_dir() + " " + args + " 2>&1";
-  std::cout << "[eos] $ " << cmd << std::endl;
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
-
-/// The pid of the walrelay child started with `config_path` (0 when not found).
-pid_t walrelay_pid(const std::filesystem::path& config_path) {
-  const pid_t self = ::getpid();
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(e.path() / "stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    char state = 0;
-    long ppid = 0;
-    rest >> state >> ppid;
-    if (ppid != self) continue;
-    std::ifstream cmd(e.path() / "cmdline", std::ios::binary);
-    const std::string cmdline((std::istreambuf_iterator<char>(cmd)), {});
-    if (cmdline.find(config_path.string()) != std::string::npos) return std::stoi(name);
-  }
-  return 0;
-}
-
 Lsn confirmed(Pg& pg, const std::string& slot) {
   const auto s = slot_state(pg, slot);
   if (!s || !s->confirmed_flush_lsn) return Lsn{};
   return Lsn::parse(*s->confirmed_flush_lsn).value_or(Lsn{});
-}
-
-std::size_t count_of(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
 }
 
 /// One-row transactions into `table` (id bigint primary key), ids 1, 2, ... from one connection.
@@ -166,6 +124,19 @@ class ExactlyOnceTest : public IntegrationTest {
            proc.running();
   }
 
+  /// Starts `standby` (same configuration as the holder, whose process is `holder_pid`), waits
+  /// until it stands by, then pauses the holder (SIGSTOP) and ends its walsender (as
+  /// wal_sender_timeout would, only sooner): the standby takes the slot and streams.
+  void hand_slot_to_standby(pid_t holder_pid, WalrelayProcess& standby) {
+    standby.start();
+    ASSERT_TRUE(standby.wait_for_log("waiting as a hot standby")) << standby.logs();
+    ASSERT_EQ(::kill(holder_pid, SIGSTOP), 0);
+    pg_->exec(
+        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = " +
+        sql_literal(name_));
+    ASSERT_TRUE(standby.wait_for_log(" info streaming: ", 30s)) << standby.logs();
+  }
+
   /// Every row of the table is in the topic exactly once (by id header and by key), nothing else.
   void expect_exactly_once(const std::string& what) {
     const long rows = std::stol(pg_->value("SELECT count(*) FROM " + table("t")));
@@ -197,19 +168,11 @@ TEST_F(ExactlyOnceTest, BrokerRestartMidStreamStaysExactlyOnce) {
   ASSERT_TRUE(writer.wait_more(300));
   ASSERT_GE(kafka_->read_at_least({topic("t")}, 100, 60s).size(), 100u) << proc.logs();
 
-  bool stopped = false;
-  struct Restart {  // whatever happens, the broker runs again at the end
-    bool& stopped;
-    ~Restart() {
-      if (stopped) run_service_script("kafka-ctl.sh", "start");
-    }
-  } guard{stopped};
-  stopped = true;
-  ASSERT_EQ(run_service_script("kafka-ctl.sh", "stop"), 0);
+  KafkaOutage kafka_outage;  // whatever happens, the broker runs again at the end
+  ASSERT_EQ(kafka_outage.stop(), 0);
   ASSERT_TRUE(writer.wait_more(300));
   std::this_thread::sleep_for(3s);
-  ASSERT_EQ(run_service_script("kafka-ctl.sh", "start"), 0);
-  stopped = false;
+  ASSERT_EQ(kafka_outage.start(), 0);
   ASSERT_TRUE(writer.wait_more(300));
   writer.stop();
   EXPECT_TRUE(caught_up(proc, 180s)) << proc.logs();
@@ -222,20 +185,13 @@ TEST_F(ExactlyOnceTest, AWokenZombieHolderIsFencedOrStandsByAndPublishesNothing)
   const std::string yaml = config("2s");
   WalrelayProcess a(yaml, "walrelay-A");
   start_streaming(a, name_);
-  const pid_t a_pid = walrelay_pid(a.config_path());
+  const pid_t a_pid = a.pid();
   ASSERT_GT(a_pid, 0);
   Writer writer(env_.pg_conninfo, table("t"));
   writer.start();
   ASSERT_TRUE(writer.wait_more(200));
   WalrelayProcess b(yaml, "walrelay-B");
-  b.start();
-  ASSERT_TRUE(b.wait_for_log("waiting as a hot standby")) << b.logs();
-
-  ASSERT_EQ(::kill(a_pid, SIGSTOP), 0);
-  // The paused holder's walsender goes (as wal_sender_timeout would end it, only sooner).
-  pg_->exec("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = " +
-            sql_literal(name_));
-  ASSERT_TRUE(b.wait_for_log(" info streaming: ", 30s)) << b.logs();
+  ASSERT_NO_FATAL_FAILURE(hand_slot_to_standby(a_pid, b));
   ASSERT_TRUE(writer.wait_more(200));
   ASSERT_GE(
       kafka_->read_at_least({topic("t")}, static_cast<std::size_t>(writer.committed() / 2), 60s)
@@ -281,7 +237,7 @@ TEST_F(ExactlyOnceTest, StandbyTakeoverBothWaysKeepsPublishing) {
   const std::string yaml = config();
   WalrelayProcess a(yaml, "walrelay-A");
   start_streaming(a, name_);
-  const pid_t a_pid = walrelay_pid(a.config_path());
+  const pid_t a_pid = a.pid();
   ASSERT_GT(a_pid, 0);
   long next = 1;
   {
@@ -293,12 +249,7 @@ TEST_F(ExactlyOnceTest, StandbyTakeoverBothWaysKeepsPublishing) {
   }
   EXPECT_TRUE(caught_up(a)) << a.logs();  // idle: no Kafka transaction open
   WalrelayProcess b(yaml, "walrelay-B");
-  b.start();
-  ASSERT_TRUE(b.wait_for_log("waiting as a hot standby")) << b.logs();
-  ASSERT_EQ(::kill(a_pid, SIGSTOP), 0);
-  pg_->exec("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = " +
-            sql_literal(name_));
-  ASSERT_TRUE(b.wait_for_log(" info streaming: ", 30s)) << b.logs();
+  ASSERT_NO_FATAL_FAILURE(hand_slot_to_standby(a_pid, b));
   Writer writer(env_.pg_conninfo, table("t"), next);
   writer.start();
   ASSERT_TRUE(writer.wait_more(200));
@@ -307,7 +258,8 @@ TEST_F(ExactlyOnceTest, StandbyTakeoverBothWaysKeepsPublishing) {
   ASSERT_TRUE(writer.wait_more(200));
   EXPECT_TRUE(a.running()) << a.logs();
   b.kill();
-  ASSERT_TRUE(wait_until([&] { return count_of(a.stderr_text(), " info streaming: ") >= 2; }, 30s))
+  ASSERT_TRUE(
+      wait_until([&] { return count_occurrences(a.stderr_text(), " info streaming: ") >= 2; }, 30s))
       << a.logs();
   ASSERT_TRUE(writer.wait_more(300));
   writer.stop();
@@ -341,7 +293,7 @@ TEST_F(ExactlyOnceTest, TransactionLargerThanTheSplitBoundResumesInsideIt) {
   EXPECT_TRUE(caught_up(proc)) << proc.logs();
   ASSERT_TRUE(stop_gracefully(proc, name_));
   expect_exactly_once("split transaction");
-  EXPECT_GE(count_of(proc.stderr_text(), "its first"), 1u);
+  EXPECT_GE(count_occurrences(proc.stderr_text(), "its first"), 1u);
 }
 
 // Aborted Kafka transactions (injected: every 4th commit fails as abortable, the test hook
@@ -358,7 +310,7 @@ TEST_F(ExactlyOnceTest, AbortedKafkaTransactionsAreReplayedExactlyOnce) {
   writer.stop();
   EXPECT_TRUE(caught_up(proc)) << proc.logs();
   ASSERT_TRUE(stop_gracefully(proc, name_));
-  const std::size_t aborts = count_of(proc.stderr_text(), "injected abort");
+  const std::size_t aborts = count_occurrences(proc.stderr_text(), "injected abort");
   std::cout << "[eos] injected aborts: " << aborts << std::endl;
   EXPECT_GE(aborts, 3u) << proc.logs();
   expect_exactly_once("injected aborts");
