@@ -12,8 +12,14 @@
 #include <utility>
 
 #include "connector.hpp"
+#include "metrics/exposition.hpp"
 
 namespace walrelay {
+
+using metrics::label;
+using metrics::labelled;
+using metrics::metric;
+using metrics::sample;
 
 namespace {
 
@@ -21,56 +27,6 @@ double now_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-// A label value escaped as the exposition format requires (backslash, quote, newline).
-std::string label(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
-
-void metric(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
-  out += "# HELP ";
-  out += name;
-  out.push_back(' ');
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out.push_back(' ');
-  out += type;
-  out.push_back('\n');
-}
-
-template <typename T>
-void sample(std::string& out, std::string_view name, T value, std::string_view labels = {}) {
-  out += name;
-  if (!labels.empty()) {
-    out.push_back('{');
-    out += labels;
-    out.push_back('}');
-  }
-  out.push_back(' ');
-  out += fmt::format("{}", value);
-  out.push_back('\n');
-}
-
-// A metric whose samples differ in one label only: HELP and TYPE, then one sample a value of the
-// label (`name{label="value"} n`), in the order given.
-void labelled(std::string& out, std::string_view name, std::string_view type, std::string_view help,
-              std::string_view label_name,
-              std::initializer_list<std::pair<std::string_view, std::uint64_t>> samples) {
-  metric(out, name, type, help);
-  for (const auto& [value, n] : samples) {
-    sample(out, name, n, std::string(label_name) + "=\"" + label(value) + "\"");
-  }
 }
 
 }  // namespace
