@@ -176,6 +176,10 @@ std::string Connector::metrics_text() {
          "1 while an initial or incremental snapshot reads tables");
   sample(out, "walrelay_snapshot_running",
          (snapshotter_ != nullptr) || (incremental_ && incremental_->busy()) ? 1 : 0);
+  std::vector<snapshot::SnapshotFigures> running;
+  if (snapshotter_) running.push_back(snapshotter_->figures());
+  if (incremental_ && incremental_->busy()) running.push_back(incremental_->figures());
+  snapshot::append_metrics(out, running);
   return out;
 }
 

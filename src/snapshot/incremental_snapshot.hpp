@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pg_async.hpp"
+#include "snapshot/snapshot_figures.hpp"
 #include "snapshot/snapshot_progress.hpp"
 #include "snapshot/table_query.hpp"
 #include "walrelay/core/record.hpp"
@@ -103,8 +104,12 @@ class IncrementalSnapshot {
   /// True while streamed keys are collected (from a chunk's start to its high watermark).
   [[nodiscard]] bool collecting() const { return phase_ != Phase::kIdle; }
   [[nodiscard]] bool busy() const;
-  /// For the progress line: the table being read, its chunks read and tables queued; "" when idle.
-  [[nodiscard]] std::string status() const;
+  /// For the progress line (once per progress interval: it also takes the rows/s reading): the
+  /// table being read, its chunks read, tables queued and the figures' summary; "" when idle.
+  [[nodiscard]] std::string status();
+  /// Rows read per table queued since the start (or resumed), reltuples estimates of the tables
+  /// read so far, rows/s as of the last status(): for /metrics.
+  [[nodiscard]] SnapshotFigures figures() const;
 
  private:
   // kPreparing: reading the table's shape; kReading: from the low watermark's write to the high
@@ -190,6 +195,8 @@ class IncrementalSnapshot {
   std::vector<Record> records_;
   decoder::Change change_;
   std::string tokens_;
+  std::unordered_map<std::string, double> estimates_;  // schema.table → pg_class.reltuples
+  RateMeter rate_;                                     // rows read per second, at status()
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 

@@ -97,7 +97,7 @@ void Snapshotter::start() {
   for (auto& w : workers_) {
     if (!open_worker(w)) return;
   }
-  last_log_ = std::chrono::steady_clock::now();
+  rate_ = RateMeter();  // rows/s from here
   schedule_progress_log();
   for (auto& w : workers_) next_table(w);
   check_done();
@@ -652,22 +652,21 @@ void Snapshotter::schedule_progress_log() {
   progress_timer_.expires_after(settings_.progress_interval);
   progress_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
-    const auto now = std::chrono::steady_clock::now();
-    const double secs = std::chrono::duration<double>(now - last_log_).count();
-    const double rate = secs > 0 ? static_cast<double>(rows_total_ - rows_at_last_log_) / secs : 0;
-    double done_rows = 0;
-    double estimate = 0;
-    for (const auto& t : tables_) {
-      done_rows += static_cast<double>(t.progress->rows);
-      estimate += std::max(t.estimated_rows, static_cast<double>(t.progress->rows));
-    }
-    const double eta = rate > 0 ? std::max(0.0, estimate - done_rows) / rate : 0;
-    spdlog::info("snapshot progress: {:.0f} / ~{:.0f} rows, {:.0f} rows/s, ETA {:.0f} s", done_rows,
-                 estimate, rate, eta);
-    rows_at_last_log_ = rows_total_;
-    last_log_ = now;
+    rate_.tick(rows_total_);
+    spdlog::info("snapshot progress: {}", figures().summary());
     schedule_progress_log();
   });
+}
+
+SnapshotFigures Snapshotter::figures() const {
+  SnapshotFigures f;
+  f.kind = "initial";
+  f.rows_per_second = rate_.rate();
+  for (const auto& t : tables_) {
+    f.tables.push_back(TableFigures{t.progress->schema + "." + t.progress->table, t.progress->rows,
+                                    t.estimated_rows, t.progress->done});
+  }
+  return f;
 }
 
 }  // namespace walrelay::snapshot

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "snapshot/snapshot_connection.hpp"
+#include "snapshot/snapshot_figures.hpp"
 #include "snapshot/snapshot_progress.hpp"
 #include "snapshot/table_query.hpp"
 #include "walrelay/decoder/change.hpp"
@@ -96,6 +97,9 @@ class Snapshotter {
   void stop_reading() { reading_stopped_ = true; }
 
   [[nodiscard]] const SnapshotProgress& progress() const { return progress_; }
+  /// Rows done per table (acknowledged by Kafka), pg_class.reltuples estimates, rows/s of the last
+  /// progress interval: the progress line's figures, for /metrics.
+  [[nodiscard]] SnapshotFigures figures() const;
 
  private:
   struct Chunk {
@@ -178,8 +182,7 @@ class Snapshotter {
   bool reading_stopped_ = false;
   bool any_published_ = false;
   std::uint64_t rows_total_ = 0;  // this run, acknowledged
-  std::uint64_t rows_at_last_log_ = 0;
-  std::chrono::steady_clock::time_point last_log_;
+  RateMeter rate_;                // rows_total_ per second, read at each progress line
 
   // Reused per row.
   decoder::Change change_;
