@@ -167,7 +167,10 @@ class IncrementalSnapshot {
   std::size_t table_ = 0;  // the table of the chunk in progress
   TableReadPlan plan_;
   std::string chunk_id_;
-  std::uint64_t chunk_counter_ = 0;
+  /// Chunk ids are `<pid>-<start ms>-<n>`, n counted per process: a watermark replayed from an
+  /// earlier session or process never matches a later chunk.
+  static inline std::uint64_t chunk_counter_ = 0;
+  std::string chunk_id_prefix_;
   bool window_open_ = false;
   std::string topic_;  // the table's topic (window key matching)
   std::unordered_set<std::string> window_keys_;
