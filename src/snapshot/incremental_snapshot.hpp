@@ -100,6 +100,10 @@ class IncrementalSnapshot {
   /// The slot's confirmed position moved: progress of chunks confirmed by it is saved.
   void on_flushed(Lsn flush);
 
+  /// The queue and every table's position in memory: a chunk counts from the moment its rows are
+  /// returned by on_watermark (delivery exactly_once writes this into the position record of the
+  /// Kafka transaction that holds them; the durable file moves only in on_flushed).
+  [[nodiscard]] const SnapshotProgress& progress() const { return progress_; }
   /// True while streamed keys are collected (from a chunk's start to its high watermark).
   [[nodiscard]] bool collecting() const { return phase_ != Phase::kIdle; }
   [[nodiscard]] bool busy() const;
