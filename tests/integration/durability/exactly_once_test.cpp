@@ -527,6 +527,23 @@ TEST_F(ExactlyOnceTest, SnapshotRowsAreExactlyOnceAcrossSigkills) {
   writer.join();
   EXPECT_TRUE(caught_up(proc)) << proc.logs();
   ASSERT_TRUE(stop_gracefully(proc, name_));
+  // Restarts that found the local progress behind Kafka's (killed between a commit and the save).
+  const std::size_t from_kafka =
+      count_of(proc.stderr_text(), "resume where Kafka's last committed position says");
+  const std::size_t resumed = count_of(proc.stderr_text(), "incremental snapshot: resuming");
+  std::cout << "[eos] restarts taking the snapshot progress from Kafka: " << from_kafka
+            << ", incremental snapshot resumptions: " << resumed << std::endl;
+  EXPECT_GE(from_kafka, 1u) << proc.logs();
+  {
+    std::istringstream lines(proc.stderr_text());
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("resume where Kafka") != std::string::npos ||
+          line.find("incremental snapshot: resuming") != std::string::npos ||
+          line.find("Kafka has everything up to") != std::string::npos) {
+        std::cout << "[eos]   " << line << std::endl;
+      }
+    }
+  }
 
   // Each snapshot row once per snapshot (t: one, s: two), and the replay is the table.
   for (const auto& [name, snapshots] : {std::pair{std::string("t"), 1}, {std::string("s"), 2}}) {
