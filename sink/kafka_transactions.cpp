@@ -197,7 +197,8 @@ std::string encode_position(const StreamPosition& p) {
 }
 
 std::optional<StreamPosition> decode_position(std::string_view value) {
-  simdjson::dom::parser parser;
+  // Reused: read_position decodes every record of the topic since its last compaction.
+  thread_local simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (parser.parse(value.data(), value.size()).get(doc) != simdjson::SUCCESS) return std::nullopt;
   StreamPosition p;

@@ -4,7 +4,9 @@
 //   - a zombie: the holder is SIGSTOPped, a standby takes over and publishes, the old one is
 //     SIGCONTed: it is fenced (KIP-98) and exits with code 8,
 //   - a PostgreSQL transaction larger than exactly_once.max_transaction_events, SIGKILLed after
-//     part of it was committed to Kafka and resumed from the position inside it.
+//     part of it was committed to Kafka and resumed from the position inside it,
+//   - SIGKILLs during an initial snapshot, the incremental snapshot that finishes it and a
+//     signalled incremental snapshot (the snapshot progress travels in the position record).
 // In each, a read_committed consumer (librdkafka's default isolation.level, which the harness
 // keeps) sees every committed row exactly once and nothing else.
 //
