@@ -258,7 +258,14 @@ void IncrementalSnapshot::kick() {
 void IncrementalSnapshot::start_chunk() {
   table_ = *next_table();
   TableProgress& t = progress_.tables[table_];
-  chunk_id_ = std::to_string(::getpid()) + "-" + std::to_string(++chunk_counter_);
+  if (chunk_id_prefix_.empty()) {
+    chunk_id_prefix_ = std::to_string(::getpid()) + "-" +
+                       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count()) +
+                       "-";
+  }
+  chunk_id_ = chunk_id_prefix_ + std::to_string(++chunk_counter_);
   phase_ = Phase::kPreparing;
   topic_ = router_.topic_of(t.schema, t.table);
   window_open_ = false;

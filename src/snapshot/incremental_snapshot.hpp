@@ -101,6 +101,10 @@ class IncrementalSnapshot {
   /// The slot's confirmed position moved: progress of chunks confirmed by it is saved.
   void on_flushed(Lsn flush);
 
+  /// The queue and every table's position in memory: a chunk counts from the moment its rows are
+  /// returned by on_watermark (delivery exactly_once writes this into the position record of the
+  /// Kafka transaction that holds them; the durable file moves only in on_flushed).
+  [[nodiscard]] const SnapshotProgress& progress() const { return progress_; }
   /// True while streamed keys are collected (from a chunk's start to its high watermark).
   [[nodiscard]] bool collecting() const { return phase_ != Phase::kIdle; }
   [[nodiscard]] bool busy() const;
@@ -172,7 +176,10 @@ class IncrementalSnapshot {
   std::size_t table_ = 0;  // the table of the chunk in progress
   TableReadPlan plan_;
   std::string chunk_id_;
-  std::uint64_t chunk_counter_ = 0;
+  /// Chunk ids are `<pid>-<start ms>-<n>`, n counted per process: a watermark replayed from an
+  /// earlier session or process never matches a later chunk.
+  static inline std::uint64_t chunk_counter_ = 0;
+  std::string chunk_id_prefix_;
   bool window_open_ = false;
   std::string topic_;  // the table's topic (window key matching)
   std::unordered_set<std::string> window_keys_;

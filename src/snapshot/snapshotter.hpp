@@ -100,6 +100,12 @@ class Snapshotter {
   /// Rows done per table (acknowledged by Kafka), pg_class.reltuples estimates, rows/s of the last
   /// progress interval: the progress line's figures, for /metrics.
   [[nodiscard]] SnapshotFigures figures() const;
+  /// The progress as of every row handed to the producer so far, acknowledged or not (delivery
+  /// exactly_once: what a Kafka commit now would cover, for the position record). Per table: the
+  /// rows and key of its last row handed over, inside a chunk when one is being published (its
+  /// `chunks` then counts that chunk, so a resumed snapshot numbers the rest as a new chunk);
+  /// `done` once every row of it was handed over. A table without a key has no `last_key`.
+  [[nodiscard]] SnapshotProgress produced() const;
 
  private:
   struct Chunk {

@@ -83,7 +83,7 @@ class TransactionsMockTest : public component_test::MockClusterFixture {
 };
 
 TEST(Position, EncodesAndDecodesTheIssueFields) {
-  const StreamPosition p{"7312345678901234567", 2, Lsn(0x16B3748), 41};
+  const StreamPosition p{"7312345678901234567", 2, Lsn(0x16B3748), 41, {}, {}};
   const std::string text = encode_position(p);
   EXPECT_EQ(text,
             R"({"system_id":"7312345678901234567","timeline":2,"lsn":"0/16B3748","index":41})");
@@ -126,7 +126,7 @@ TEST_F(TransactionsMockTest, CommittedPositionIsReadBack) {
     for (int i = 0; i < 5; ++i) {
       ASSERT_EQ(produce(p, "events", "k" + std::to_string(i), "v"), RD_KAFKA_RESP_ERR_NO_ERROR);
     }
-    const StreamPosition pos{"42", 1, Lsn(0x1000u * static_cast<unsigned>(t)), -1};
+    const StreamPosition pos{"42", 1, Lsn(0x1000u * static_cast<unsigned>(t)), -1, {}, {}};
     ASSERT_EQ(produce(p, "app.walrelay.positions", "app", encode_position(pos)),
               RD_KAFKA_RESP_ERR_NO_ERROR);
     const TxnResult r = txn.commit(30s);

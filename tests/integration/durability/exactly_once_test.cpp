@@ -4,7 +4,9 @@
 //   - a zombie: the holder is SIGSTOPped, a standby takes over and publishes, the old one is
 //     SIGCONTed: it is fenced (KIP-98) and exits with code 8,
 //   - a PostgreSQL transaction larger than exactly_once.max_transaction_events, SIGKILLed after
-//     part of it was committed to Kafka and resumed from the position inside it.
+//     part of it was committed to Kafka and resumed from the position inside it,
+//   - SIGKILLs during an initial snapshot, the incremental snapshot that finishes it and a
+//     signalled incremental snapshot (the snapshot progress travels in the position record).
 // In each, a read_committed consumer (librdkafka's default isolation.level, which the harness
 // keeps) sees every committed row exactly once and nothing else.
 //
@@ -24,6 +26,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -377,6 +380,169 @@ TEST_F(ExactlyOnceTest, SnapshotRowsAreCommittedInKafkaTransactions) {
   EXPECT_TRUE(caught_up(proc)) << proc.logs();
   ASSERT_TRUE(stop_gracefully(proc, name_));
   expect_exactly_once("snapshot then stream");
+}
+
+// Snapshot rows (op r) are exactly once too: the position record carries the snapshot progress
+// in the same Kafka transaction as the rows. walrelay is SIGKILLed during the initial snapshot
+// (read from the slot's exported snapshot), several times while it finishes as an incremental
+// snapshot (the exported snapshot is gone), and twice during an incremental snapshot asked for by
+// a signal (whose replay must not start it over). New rows are inserted and updated meanwhile.
+// A read_committed consumer then sees each snapshot row once per snapshot, and replaying the topic
+// gives the table.
+TEST_F(ExactlyOnceTest, SnapshotRowsAreExactlyOnceAcrossSigkills) {
+  constexpr long kRows = 50'000;
+  constexpr long kSignalRows = 8'000;
+  constexpr long kNewIds = 1'000'000;  // the writer's rows
+  pg_->exec("INSERT INTO " + table("t") + " SELECT g, 1 FROM generate_series(1, " +
+            std::to_string(kRows) + ") g");
+  pg_->exec("CREATE TABLE " + table("s") + " (id bigint PRIMARY KEY, v int NOT NULL)");
+  pg_->exec("INSERT INTO " + table("s") + " SELECT g, 1 FROM generate_series(1, " +
+            std::to_string(kSignalRows) + ") g");
+  WalrelayConfig cfg = make_config({{table("t")}, {table("s")}});
+  cfg.snapshot_mode = "initial";
+  cfg.snapshot_lines = "  chunk_size: 500\n";
+  cfg.extra_yaml = "delivery: exactly_once\nexactly_once:\n  commit_interval: 200ms\n";
+  // Few snapshot rows in flight (about 1,500 per Kafka transaction): the initial snapshot takes
+  // some seconds, so the first kill comes in the middle of it.
+  std::string yaml = cfg.to_yaml();
+  const std::string anchor = "  bootstrap_servers: ";
+  yaml.insert(yaml.find('\n', yaml.find(anchor)) + 1, "  max_in_flight_events: 2000\n");
+  WalrelayProcess proc(yaml, "walrelay (exactly once, snapshot kills)");
+  const std::filesystem::path incremental_file =
+      std::filesystem::path(cfg.state_dir) / (cfg.slot + ".incremental");
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> pause_ms(300, 1200);
+  int kills = 0;
+  std::size_t sessions = 0;  // streaming sessions of the instances so far
+  // Waits until the running instance streams, kills it after a random pause and starts it again.
+  const auto kill_streaming = [&] {
+    ASSERT_TRUE(wait_until(
+        [&] { return count_occurrences(proc.stderr_text(), " info streaming: ") > sessions; }, 60s))
+        << proc.logs();
+    sessions = count_occurrences(proc.stderr_text(), " info streaming: ");
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
+    proc.kill();
+    ++kills;
+    proc.start();
+  };
+
+  proc.start();
+  ASSERT_GE(kafka_->read_at_least({topic("t")}, 2000, 60s).size(), 2000u) << proc.logs();
+  ASSERT_EQ(count_occurrences(proc.stderr_text(), "snapshot: complete"), 0u)
+      << "the initial snapshot ended before the kill\n"
+      << proc.logs();
+  proc.kill();
+  ++kills;
+  proc.start();
+  ASSERT_TRUE(proc.wait_for_log("finish as an incremental snapshot", 60s)) << proc.logs();
+
+  // New rows meanwhile: inserted, and each updated once a little later.
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    Pg pg(env_.pg_conninfo);
+    for (long id = kNewIds; !stop.load(); ++id) {
+      pg.exec("INSERT INTO " + table("t") + " VALUES (" + std::to_string(id) + ", 1)");
+      if (id - kNewIds >= 5) {
+        pg.exec("UPDATE " + table("t") + " SET v = v + 1 WHERE id = " + std::to_string(id - 5));
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  struct Join {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~Join() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } join{stop, writer};
+
+  for (int i = 0; i < 3; ++i) kill_streaming();
+  ASSERT_FALSE(HasFatalFailure());
+  const auto all_done = [&] {
+    std::ifstream in(incremental_file);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    return text.find("done: false") == std::string::npos &&
+           text.find("done: true") != std::string::npos;
+  };
+  ASSERT_TRUE(wait_until(all_done, 60s, 100ms)) << proc.logs();
+
+  // An incremental snapshot asked for by a signal, killed twice.
+  pg_->exec(
+      "SELECT pg_logical_emit_message(true, 'walrelay-signal', "
+      "'{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
+      table("s") + "\"],\"type\":\"incremental\"}}')");
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot of " + table("s") + " queued", 30s))
+      << proc.logs();
+  for (int i = 0; i < 2; ++i) kill_streaming();
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_TRUE(wait_until(all_done, 60s, 100ms)) << proc.logs();
+  stop = true;
+  writer.join();
+  EXPECT_TRUE(caught_up(proc)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  // Restarts that found the local progress behind Kafka's (killed between a commit and the save).
+  const std::size_t from_kafka =
+      count_occurrences(proc.stderr_text(), "resume where Kafka's last committed position says");
+  const std::size_t resumed =
+      count_occurrences(proc.stderr_text(), "incremental snapshot: resuming");
+  std::cout << "[eos] restarts taking the snapshot progress from Kafka: " << from_kafka
+            << ", incremental snapshot resumptions: " << resumed << std::endl;
+  EXPECT_GE(from_kafka, 1u) << proc.logs();
+  {
+    std::istringstream lines(proc.stderr_text());
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("resume where Kafka") != std::string::npos ||
+          line.find("incremental snapshot: resuming") != std::string::npos ||
+          line.find("Kafka has everything up to") != std::string::npos) {
+        std::cout << "[eos]   " << line << std::endl;
+      }
+    }
+  }
+
+  // Each snapshot row once per snapshot (t: one, s: two), and the replay is the table.
+  for (const auto& [name, snapshots] : {std::pair{std::string("t"), 1}, {std::string("s"), 2}}) {
+    auto records = kafka_->read_all({topic(name)}, 120s);
+    sort_by_partition_order(records);
+    std::map<std::string, int> reads;         // key → r events
+    std::map<std::string, std::string> last;  // key → last `after`
+    for (const auto& r : records) {
+      if (!r.key || !r.value) continue;
+      const std::string key = json_at(*r.key, "");
+      if (json_string_at(*r.value, "/op") == "r") ++reads[key];
+      last[key] = json_at(*r.value, "/after");
+    }
+    std::map<std::string, std::string> rows;
+    for (const auto& row : pg_->query("SELECT json_build_object('id', id)::text, "
+                                      "json_build_object('id', id, 'v', v)::text FROM " +
+                                      table(name))) {
+      rows[json_at(*row[0], "")] = json_at(*row[1], "");
+    }
+    std::size_t duplicated = 0;
+    std::size_t missing = 0;
+    std::size_t differ = 0;
+    for (const auto& [key, row] : rows) {
+      const long id = std::stol(json_at(key, "/id"));
+      const int n = reads.contains(key) ? reads.at(key) : 0;
+      // The writer's rows may be read by a chunk too (at most once per snapshot).
+      const int expected = id < kNewIds ? snapshots : std::min(n, snapshots);
+      if (n > expected && ++duplicated <= 5) ADD_FAILURE() << name << " " << key << ": " << n;
+      if (n < expected && ++missing <= 5) ADD_FAILURE() << name << " " << key << " read " << n;
+      if (!last.contains(key) || last.at(key) != row) {
+        if (++differ <= 5) {
+          ADD_FAILURE() << name << " " << key << ": topic "
+                        << (last.contains(key) ? last.at(key) : "<none>") << ", table " << row;
+        }
+      }
+    }
+    std::cout << "[eos] snapshot kills " << kills << ", table " << name << ": rows " << rows.size()
+              << ", records " << records.size() << ", keys read more than expected " << duplicated
+              << ", fewer " << missing << ", replay differs " << differ << std::endl;
+    EXPECT_EQ(duplicated, 0u) << name;
+    EXPECT_EQ(missing, 0u) << name;
+    EXPECT_EQ(differ, 0u) << name;
+    EXPECT_EQ(last.size(), rows.size()) << name;
+  }
 }
 
 }  // namespace
