@@ -49,23 +49,22 @@ void append_metrics(std::string& out, const std::vector<SnapshotFigures>& runnin
   using metrics::metric;
   using metrics::sample;
   const auto kind = [](const SnapshotFigures& f) { return "snapshot=\"" + label(f.kind) + "\""; };
-  metric(
-      out, "walrelay_snapshot_table_rows", "gauge",
-      "rows of the table snapshotted so far (initial: acknowledged by Kafka; incremental: read)");
-  for (const auto& f : running) {
-    for (const auto& t : f.tables) {
-      sample(out, "walrelay_snapshot_table_rows", t.rows,
-             kind(f) + ",table=\"" + label(t.name) + "\"");
+  // A per-table gauge of every running snapshot: HELP and TYPE, then one sample a table.
+  const auto per_table = [&](std::string_view name, std::string_view help, auto value) {
+    metric(out, name, "gauge", help);
+    for (const auto& f : running) {
+      for (const auto& t : f.tables) {
+        sample(out, name, value(t), kind(f) + ",table=\"" + label(t.name) + "\"");
+      }
     }
-  }
-  metric(out, "walrelay_snapshot_table_rows_estimated", "gauge",
-         "pg_class.reltuples of the table when its read started (0: unknown or not started)");
-  for (const auto& f : running) {
-    for (const auto& t : f.tables) {
-      sample(out, "walrelay_snapshot_table_rows_estimated", t.estimated_rows,
-             kind(f) + ",table=\"" + label(t.name) + "\"");
-    }
-  }
+  };
+  per_table("walrelay_snapshot_table_rows",
+            "rows of the table snapshotted so far (initial: acknowledged by Kafka; incremental: "
+            "read)",
+            [](const TableFigures& t) { return t.rows; });
+  per_table("walrelay_snapshot_table_rows_estimated",
+            "pg_class.reltuples of the table when its read started (0: unknown or not started)",
+            [](const TableFigures& t) { return t.estimated_rows; });
   metric(out, "walrelay_snapshot_rows_per_second", "gauge",
          "rows snapshotted per second over the last progress interval");
   for (const auto& f : running)
