@@ -363,6 +363,7 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
   // A chunk with rows: the previous chunk's last row, held back in case it was the table's last,
   // is now an ordinary row.
   w.result = std::move(*result);
+  w.read_time = now_us();
   w.next_row = 0;
   const int rows = PQntuples(w.result.get());
   if (rows > 0) {
@@ -499,7 +500,8 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
                                     progress_.lsn, progress_.xid, change_, tokens_);
       !built) {
     mapping_error = built.error();
-  } else if (auto r = router_.route_snapshot(change_, router::SnapshotRead{marker, id_, now_us()});
+  } else if (auto r =
+                 router_.route_snapshot(change_, router::SnapshotRead{marker, id_, w.read_time});
              !r) {
     mapping_error = r.error().reason;
   } else {

@@ -133,8 +133,12 @@ class Snapshotter {
   struct Worker {
     std::unique_ptr<SnapshotConnection> conn;
     Table* table = nullptr;
-    ResultPtr result;      // the chunk being published
-    int next_row = 0;      // next row of `result` to publish
+    ResultPtr result;  // the chunk being published
+    int next_row = 0;  // next row of `result` to publish
+    /// When `result` was taken from the server (Unix epoch): its rows' source.ts_ms/ts_us. One
+    /// reading per chunk: the rows were read together, and the router's source block is then
+    /// written once per chunk instead of once per row.
+    std::chrono::microseconds read_time{0};
     bool in_txn = false;   // a read transaction is open (one chunk, or a keyless cursor)
     bool cursor = false;   // reading a keyless table through a cursor
     bool waiting = false;  // a query is outstanding
