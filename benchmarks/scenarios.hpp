@@ -32,7 +32,32 @@ inline constexpr const char* kOrderUpdate =
 inline constexpr const char* kOrderDelete =
     R"({"action":"D","xid":1040,"timestamp":"2026-11-30 00:14:37.104367+00","lsn":"0/26B3E200","schema":"public","table":"orders","identity":[{"name":"id","typeoid":20,"value":123457}],"pk":[{"name":"id","typeoid":20}]})";
 
-/// The catalog's shapes of `invoices` and `orders`.
+/// An INSERT into the outbox table `outbox` (id uuid, aggregatetype, aggregateid, type text,
+/// payload jsonb) with a ~1 KB payload: jsonb text is a JSON string inside wal2json's line, so
+/// every quote of it arrives escaped (the benchmarks' "outbox" workload).
+inline const std::string& outbox_insert() {
+  static const std::string line = [] {
+    std::string payload = R"({"lines": [)";
+    for (int i = 0; i < 12; ++i) {
+      if (i > 0) payload += ", ";
+      payload += R"({"qty": )" + std::to_string(i + 1) + R"(, "sku": "SKU-)" +
+                 std::to_string(1000 + i) +
+                 R"(", "price": "19.99", "title": "a line of the order"})";
+    }
+    payload += R"(], "order_id": 123457, "customer": "c-42", "currency": "EUR"})";
+    std::string escaped;
+    for (char c : payload) {
+      if (c == '"') escaped += '\\';
+      escaped += c;
+    }
+    return std::string(
+               R"({"action":"I","xid":1050,"timestamp":"2026-11-30 00:14:37.104367+00","lsn":"0/26B3F000","schema":"public","table":"outbox","columns":[{"name":"id","typeoid":2950,"value":"3f1c2a9e-0000-4000-8000-000000000002"},{"name":"aggregatetype","typeoid":25,"value":"order"},{"name":"aggregateid","typeoid":25,"value":"123457"},{"name":"type","typeoid":25,"value":"OrderCreated"},{"name":"payload","typeoid":3802,"value":")") +
+           escaped + R"("}],"pk":[{"name":"id","typeoid":2950}]})";
+  }();
+  return line;
+}
+
+/// The catalog's shapes of `invoices`, `orders` and `outbox`.
 struct Schemas : router::SchemaProvider {
   std::map<std::string, router::TableSchema, std::less<>> tables;
 
@@ -57,6 +82,15 @@ struct Schemas : router::SchemaProvider {
         ColumnInfo{"note", 25, -1, false, true}, ColumnInfo{"created_at", 1184, -1, true, false}};
     ord.primary_key = {"id"};
     tables["public.orders"] = ord;
+    router::TableSchema box;
+    box.schema = box.root_schema = "public";
+    box.table = box.root_table = "outbox";
+    box.columns = {
+        ColumnInfo{"id", 2950, -1, true, false}, ColumnInfo{"aggregatetype", 25, -1, true, false},
+        ColumnInfo{"aggregateid", 25, -1, true, false}, ColumnInfo{"type", 25, -1, true, false},
+        ColumnInfo{"payload", 3802, -1, false, true}};
+    box.primary_key = {"id"};
+    tables["public.outbox"] = box;
   }
 
   const router::TableSchema* table(std::string_view schema, std::string_view name,
@@ -81,6 +115,7 @@ inline const std::vector<Scenario>& scenarios() {
       {"order_insert_debezium", kOrderInsert, "debezium"},
       {"order_update_debezium", kOrderUpdate, "debezium"},
       {"order_delete_debezium", kOrderDelete, "debezium"},
+      {"outbox_insert_1kb", outbox_insert().c_str(), "native"},
   };
   return all;
 }
@@ -101,6 +136,13 @@ struct Pipeline {
       tc.table_pattern = t;
       cfg.tables.push_back(tc);
     }
+    config::TableConfig box;
+    box.name = "public.outbox";
+    box.schema_pattern = "public";
+    box.table_pattern = "outbox";
+    box.outbox = config::OutboxConfig{};
+    box.outbox->event_type = "type";
+    cfg.tables.push_back(box);
     cfg.events.value_format = std::string(value_format);
     router = std::make_unique<router::EventRouter>(
         router::RouterSettings{"bench", "bench", "app", "0", cfg.events}, cfg, &schemas, types);

@@ -1,6 +1,7 @@
 #include "walrelay/core/json.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -69,22 +70,33 @@ bool parse_hex4(std::string_view s, std::size_t pos, std::uint32_t& out) {
   return true;
 }
 
-void append_utf8(std::string& out, std::uint32_t cp) {
+// The bytes of w (little endian) that are a backslash have their top bit set in the result; the
+// lowest set byte is always right (a borrow can only flag bytes above a real hit).
+std::uint64_t backslash8(std::uint64_t w) {
+  static_assert(std::endian::native == std::endian::little);
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+  const std::uint64_t v = w ^ (kOnes * static_cast<unsigned char>('\\'));
+  return (v - kOnes) & ~v & 0x8080808080808080ull;
+}
+
+// Writes cp as UTF-8 at w (1 to 4 bytes) and returns the end.
+char* write_utf8(char* w, std::uint32_t cp) {
   if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
+    *w++ = static_cast<char>(cp);
   } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    *w++ = static_cast<char>(0xC0 | (cp >> 6));
+    *w++ = static_cast<char>(0x80 | (cp & 0x3F));
   } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    *w++ = static_cast<char>(0xE0 | (cp >> 12));
+    *w++ = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *w++ = static_cast<char>(0x80 | (cp & 0x3F));
   } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    *w++ = static_cast<char>(0xF0 | (cp >> 18));
+    *w++ = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    *w++ = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *w++ = static_cast<char>(0x80 | (cp & 0x3F));
   }
+  return w;
 }
 
 }  // namespace
@@ -92,62 +104,93 @@ void append_utf8(std::string& out, std::uint32_t cp) {
 bool unescape_string(std::string_view token, std::string& out) {
   if (token.size() < 2 || token.front() != '"' || token.back() != '"') return false;
   const std::string_view s = token.substr(1, token.size() - 2);
-  out.reserve(out.size() + s.size());  // the text never grows by unescaping
-  std::size_t run = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '\\') continue;
-    out.append(s.data() + run, i - run);
-    if (++i >= s.size()) return false;
-    switch (s[i]) {
-      case '"':
-        out.push_back('"');
-        break;
-      case '\\':
-        out.push_back('\\');
-        break;
-      case '/':
-        out.push_back('/');
-        break;
-      case 'b':
-        out.push_back('\b');
-        break;
-      case 'f':
-        out.push_back('\f');
-        break;
-      case 'n':
-        out.push_back('\n');
-        break;
-      case 'r':
-        out.push_back('\r');
-        break;
-      case 't':
-        out.push_back('\t');
-        break;
-      case 'u': {
-        std::uint32_t cp = 0;
-        if (!parse_hex4(s, i + 1, cp)) return false;
-        i += 4;
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-          std::uint32_t lo = 0;
-          if (i + 2 >= s.size() || s[i + 1] != '\\' || s[i + 2] != 'u' ||
-              !parse_hex4(s, i + 3, lo) || lo < 0xDC00 || lo > 0xDFFF) {
-            return false;
-          }
-          i += 6;
-          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-          return false;
+  // Written in place: the text never grows by unescaping (a 6-byte \uXXXX gives at most 3 bytes,
+  // a 12-byte surrogate pair 4), so out is sized once and cut to what was written. A jsonb payload
+  // is short runs between its escaped quotes: found and copied eight bytes a step.
+  bool ok = true;
+  const std::size_t base = out.size();
+  out.resize(base + s.size());
+  {
+    char* w = out.data() + base;
+    std::size_t i = 0;
+    while (i < s.size()) {
+      // Eight bytes a step to the next backslash, each step copied whole: w never runs ahead of
+      // i, so an 8-byte store at w stays inside what i + 8 <= s.size() leaves of out.
+      while (s.size() - i >= 8) {
+        std::uint64_t chunk = 0;
+        std::memcpy(&chunk, s.data() + i, 8);
+        std::memcpy(w, &chunk, 8);
+        const std::uint64_t hit = backslash8(chunk);
+        if (hit == 0) {
+          w += 8;
+          i += 8;
+          continue;
         }
-        append_utf8(out, cp);
+        const auto run = static_cast<std::size_t>(std::countr_zero(hit) / 8);
+        w += run;
+        i += run;
         break;
       }
-      default:
-        return false;
+      while (i < s.size() && s[i] != '\\') *w++ = s[i++];
+      if (i == s.size()) break;
+      ++i;
+      if (i >= s.size()) {
+        ok = false;
+        break;
+      }
+      switch (s[i]) {
+        case '"':
+        case '\\':
+        case '/':
+          *w++ = s[i];
+          break;
+        case 'b':
+          *w++ = '\b';
+          break;
+        case 'f':
+          *w++ = '\f';
+          break;
+        case 'n':
+          *w++ = '\n';
+          break;
+        case 'r':
+          *w++ = '\r';
+          break;
+        case 't':
+          *w++ = '\t';
+          break;
+        case 'u': {
+          std::uint32_t cp = 0;
+          if (!parse_hex4(s, i + 1, cp)) {
+            ok = false;
+            break;
+          }
+          i += 4;
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            std::uint32_t lo = 0;
+            if (i + 2 >= s.size() || s[i + 1] != '\\' || s[i + 2] != 'u' ||
+                !parse_hex4(s, i + 3, lo) || lo < 0xDC00 || lo > 0xDFFF) {
+              ok = false;
+              break;
+            }
+            i += 6;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            ok = false;
+            break;
+          }
+          w = write_utf8(w, cp);
+          break;
+        }
+        default:
+          ok = false;
+      }
+      if (!ok) break;
+      ++i;
     }
-    run = i + 1;
+    out.resize(static_cast<std::size_t>(w - out.data()));
   }
-  out.append(s.data() + run, s.size() - run);
-  return true;
+  return ok;
 }
 
 namespace {

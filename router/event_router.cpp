@@ -1466,16 +1466,17 @@ struct OutboxFields {
 
 std::expected<void, MappingError> EventRouter::route_outbox_row(const decoder::Change& c,
                                                                 const Rule& rule) {
-  (void)rule;
-  return emit_outbox(*rule.outbox, c.columns,
-                     "outbox table " + std::string(c.schema) + "." + std::string(c.table));
+  // The error context is built only for an error (an event must not allocate).
+  return emit_outbox(*rule.outbox, c.columns, [&c] {
+    return "outbox table " + std::string(c.schema) + "." + std::string(c.table);
+  });
 }
 
 std::expected<void, MappingError> EventRouter::emit_outbox(const config::OutboxConfig& ob,
                                                            const std::vector<decoder::Column>& cols,
-                                                           const std::string& where) {
+                                                           const ErrorContext& where) {
   auto fail = [&](const std::string& why) {
-    return std::unexpected(MappingError{where + ": " + why});
+    return std::unexpected(MappingError{where() + ": " + why});
   };
   OutboxFields f;
   f.id = find_column(cols, ob.event_id);
@@ -1586,7 +1587,9 @@ std::expected<void, MappingError> EventRouter::route_message(const decoder::Chan
     if (m.prefix == c.prefix) mo = &m;
   }
   if (mo == nullptr) return {};  // other prefixes (and walrelay's own heartbeats) are skipped
-  const std::string where = "message outbox '" + mo->prefix + "' at LSN " + c.lsn.to_string();
+  const auto where = [&] {
+    return "message outbox '" + mo->prefix + "' at LSN " + c.lsn.to_string();
+  };
   // The content is a JSON object whose top-level fields are named like the outbox columns.
   namespace od = simdjson::ondemand;
   static thread_local od::parser parser;
@@ -1597,30 +1600,30 @@ std::expected<void, MappingError> EventRouter::route_message(const decoder::Chan
   od::object obj;
   if (parser.iterate(message_buffer_.data(), c.content.size(), message_buffer_.size()).get(doc) ||
       doc.get_object().get(obj)) {
-    return std::unexpected(MappingError{where + ": content is not a JSON object"});
+    return std::unexpected(MappingError{where() + ": content is not a JSON object"});
   }
   for (auto field : obj) {
     std::string_view key;
     od::value v;
     if (field.unescaped_key().get(key) || field.value().get(v)) {
-      return std::unexpected(MappingError{where + ": content is not valid JSON"});
+      return std::unexpected(MappingError{where() + ": content is not valid JSON"});
     }
     decoder::Column col;
     col.name = key;
     od::json_type t;
     if (v.type().get(t))
-      return std::unexpected(MappingError{where + ": content is not valid JSON"});
+      return std::unexpected(MappingError{where() + ": content is not valid JSON"});
     std::string_view raw;
     if (t == od::json_type::object) {
       od::object o;
       if (v.get_object().get(o) || o.raw_json().get(raw)) {
-        return std::unexpected(MappingError{where + ": content is not valid JSON"});
+        return std::unexpected(MappingError{where() + ": content is not valid JSON"});
       }
       col.type_oid = oid::kJson;
     } else if (t == od::json_type::array) {
       od::array a;
       if (v.get_array().get(a) || a.raw_json().get(raw)) {
-        return std::unexpected(MappingError{where + ": content is not valid JSON"});
+        return std::unexpected(MappingError{where() + ": content is not valid JSON"});
       }
       col.type_oid = oid::kJson;
     } else {
@@ -1635,7 +1638,7 @@ std::expected<void, MappingError> EventRouter::route_message(const decoder::Chan
     message_fields_.push_back(col);
   }
   if (!at_document_end(doc)) {
-    return std::unexpected(MappingError{where + ": content is not valid JSON"});
+    return std::unexpected(MappingError{where() + ": content is not valid JSON"});
   }
   return emit_outbox(mo->outbox, message_fields_, where);
 }

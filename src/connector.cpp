@@ -140,6 +140,7 @@ void Connector::create_producer() {
   eos_attach_publisher();
   producer_->start();
   stale_in_flight_ = 0;  // a new producer: nothing of the old one will report
+  last_published_ = {};  // its topic names are freed with the old producer
 }
 
 void Connector::start_session() {
@@ -159,8 +160,11 @@ void Connector::start_session() {
   stream_ = std::make_unique<replication::ReplicationStream>(
       io_.get_executor(), cfg_.source.conninfo, "walrelay-" + cfg_.name);
   reason_.clear();
+  eos_prepared_ = false;
   Outcome outcome = prepare();
-  if (outcome == Outcome::kStreaming && !eos_prepare()) outcome = Outcome::kRetry;
+  if (outcome == Outcome::kStreaming && !eos_prepared_ && !eos_prepare()) {
+    outcome = Outcome::kRetry;
+  }
   if (outcome != Outcome::kStreaming) {
     stream_->close();
     after_session(outcome, reason_);
@@ -384,6 +388,9 @@ Connector::Outcome Connector::prepare() {
     }
     start_lsn_ = s.confirmed_flush_lsn;
     router_->set_stream_start(start_lsn_);
+    // exactly_once: Kafka's last committed position first, with the snapshot progress consumers
+    // saw, so that a resumed snapshot starts right after its last committed row.
+    if (!eos_prepare()) return Outcome::kRetry;
     if (!resume_snapshot_progress(slot, s.confirmed_flush_lsn))
       return fatal(ExitCode::kRuntimeError);
   }
@@ -393,6 +400,7 @@ Connector::Outcome Connector::prepare() {
   received_lsn_ = Lsn{};
   in_txn_ = false;
   pending_ = {};
+  pending_chunk_ = false;
 
   // The record now names this cluster, timeline and slot; the confirmed position never moves
   // back in it.
@@ -473,6 +481,7 @@ void Connector::end_session() {
   tracker_ = sink::AckTracker{};
   in_txn_ = false;
   pending_ = {};
+  pending_chunk_ = false;
   if (parked_) {
     // The next session replays the change from the slot; its lookup may never answer. Closing
     // the non-blocking catalog connection drops the periodic queries queued behind it too.
@@ -651,7 +660,8 @@ bool Connector::publish_pending() {
         ++pending_next_;
         continue;
       }
-      if (!eos_split_if_full()) return false;
+      // A chunk's rows stay in one Kafka transaction (handle_snapshot_message split before it).
+      if (!pending_chunk_ && !eos_split_if_full()) return false;
     }
     const rd_kafka_resp_err_t err =
         publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, false));
@@ -697,6 +707,7 @@ bool Connector::publish_pending() {
   }
   pending_ = {};
   pending_next_ = 0;
+  pending_chunk_ = false;
   switch (pending_after_) {
     case AfterPublish::kChange:
       break;
@@ -752,12 +763,22 @@ void Connector::on_delivery(const sink::DeliveryReport& r) {
         op = tail.substr(at + 6, 1);
       }
     }
-    published_key_.assign(r.topic);
-    published_key_.push_back('\0');
-    published_key_.append(op);
-    auto it = published_by_topic_.find(published_key_);
-    if (it == published_by_topic_.end()) it = published_by_topic_.emplace(published_key_, 0).first;
-    ++it->second;
+    // Consecutive reports mostly share topic and op: the topic's name pointer is librdkafka's,
+    // stable per topic handle, and map nodes never move, so the last counter is reused.
+    if (r.topic.data() != last_published_.topic || op != last_published_.op ||
+        last_published_.count == nullptr) {
+      published_key_.assign(r.topic);
+      published_key_.push_back('\0');
+      published_key_.append(op);
+      auto it = published_by_topic_.find(published_key_);
+      if (it == published_by_topic_.end()) {
+        it = published_by_topic_.emplace(published_key_, 0).first;
+      }
+      last_published_.topic = r.topic.data();
+      last_published_.op.assign(op);
+      last_published_.count = &it->second;
+    }
+    ++*last_published_.count;
     published_bytes_ += r.bytes;
     last_ack_ = std::chrono::steady_clock::now();
   } else if (!stopping_) {

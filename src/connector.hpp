@@ -141,6 +141,11 @@ class Connector {
   void run_snapshot();
   /// Queues tables (with their acknowledged positions) for an incremental snapshot, durably.
   bool hand_over_to_incremental(const std::vector<snapshot::TableProgress>& tables);
+  /// delivery exactly_once, at a session's start: the snapshot progress in `position` (Kafka's last
+  /// committed position record) replaces the local files' (`.snapshot` for the same snapshot run,
+  /// `.incremental`) for every table it lists (snapshot::reconcile_progress), before they are read.
+  /// False with `reason_` set when a file cannot be written.
+  bool reconcile_snapshot_progress(const sink::StreamPosition& position);
   /// While streaming: incremental snapshots (signals, new tables, resumed progress).
   void start_incremental();
   /// A watermark or signal message of the stream: handled here (true), never published.
@@ -194,6 +199,11 @@ class Connector {
   std::deque<std::pair<Lsn, std::int64_t>> pending_commits_;              // (next LSN, commit ms)
   std::map<std::string, std::uint64_t, std::less<>> published_by_topic_;  // "topic\0op" → n
   std::string published_key_;
+  struct LastPublished {
+    const char* topic = nullptr;  ///< librdkafka's topic name of the last report
+    std::string op;               ///< its op ("c", "tombstone", "" ...: short, no allocation)
+    std::uint64_t* count = nullptr;
+  } last_published_;
   std::uint64_t published_bytes_ = 0;
   std::uint64_t delivery_errors_ = 0;
   std::chrono::steady_clock::time_point last_ack_ = std::chrono::steady_clock::now();
@@ -249,6 +259,9 @@ class Connector {
   // Records of the current change (or COMMIT) not yet handed to Kafka, and what completes it.
   enum class AfterPublish : std::uint8_t { kChange, kStandalone, kCommit };
   std::span<const Record> pending_;
+  /// `pending_` holds an incremental snapshot chunk's rows (exactly_once never splits them over
+  /// two Kafka transactions: the position record's progress counts a chunk whole).
+  bool pending_chunk_ = false;
   std::size_t pending_next_ = 0;
   AfterPublish pending_after_ = AfterPublish::kChange;
   Lsn pending_lsn_;
@@ -270,10 +283,16 @@ class Connector {
   [[nodiscard]] std::string eos_progress() const;
   /// On stop: commits the open Kafka transaction (SIGTERM) or aborts it (any other stop).
   void eos_finish(ExitCode code);
-  /// After prepare(): initialises the transactional producer (fencing an older instance with the
-  /// same transactional.id), creates the positions topic if needed and reads the last committed
-  /// position (read_committed). False with `reason_` set: retry the session.
+  /// Once per session, in prepare() before an existing slot's snapshot progress is read (else
+  /// after prepare()): initialises the transactional producer (fencing an older instance with the
+  /// same transactional.id), creates the positions topic if needed, reads the last committed
+  /// position (read_committed) and takes the snapshot progress it carries
+  /// (reconcile_snapshot_progress). False with `reason_` set: retry the session.
   bool eos_prepare();
+  bool eos_prepared_ = false;  // eos_prepare succeeded in this session
+  /// True when the signal `c` (a logical message or a signal-table row) is in a unit Kafka already
+  /// has: its effect is in the position record's progress, so it is not applied again.
+  [[nodiscard]] bool eos_signal_in_kafka(const decoder::Change& c) const;
   /// The publisher's before_publish hook: opens a Kafka transaction if none is open.
   bool eos_open();
   /// A unit (PostgreSQL transaction, or a standalone message) starts; `lsn` identifies it as in
@@ -312,6 +331,7 @@ class Connector {
   /// The same, kept: a position record never goes back behind it.
   std::optional<sink::StreamPosition> resume_position_;
   bool eos_committing_ = false;
+  bool eos_finish_aborted_ = false;      // eos_finish aborted the open Kafka transaction
   sink::StreamPosition batch_position_;  // what the open Kafka transaction's position says
   bool batch_has_position_ = false;
   std::size_t batch_events_ = 0;

@@ -64,17 +64,20 @@ bool Connector::publish_dead_letter(std::uint64_t seq, std::string_view kind,
     rec.value = std::nullopt;
     err = publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, true));
   }
+  // A mapping error's reason already names its LSN ("(xid …, LSN …)"): not twice.
+  const std::string at = reason.find("LSN " + lsn.to_string()) == std::string::npos
+                             ? " (LSN " + lsn.to_string() + ")"
+                             : std::string();
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     spdlog::error(
-        "{} (LSN {}); publishing it to the dead-letter topic {} failed too: {}; stopping "
+        "{}{}; publishing it to the dead-letter topic {} failed too: {}; stopping "
         "without confirming past it",
-        reason, lsn.to_string(), cfg_.errors.dead_letter_topic, rd_kafka_err2str(err));
+        reason, at, cfg_.errors.dead_letter_topic, rd_kafka_err2str(err));
     finish(kind == "mapping" ? ExitCode::kMappingFailed : ExitCode::kDeliveryFailed);
     return false;
   }
   tracker_.add_event_to(seq, sink::record_bytes(rec));
-  spdlog::warn("dead-lettered ({}) to {}: {} (LSN {})", kind, cfg_.errors.dead_letter_topic, reason,
-               lsn.to_string());
+  spdlog::warn("dead-lettered ({}) to {}: {}{}", kind, cfg_.errors.dead_letter_topic, reason, at);
   return true;
 }
 

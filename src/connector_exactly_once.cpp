@@ -15,9 +15,13 @@
 //
 // Snapshot rows: they are produced inside the same Kafka transactions (committed on the commit
 // interval); their delivery reports are held back until the commit, so a chunk counts as
-// acknowledged (and the snapshot's progress moves past it) only once a read_committed consumer
-// can see it. A crash between a commit and the next progress save re-reads the chunks committed
-// since (the one duplicate window left: snapshot progress is stored locally, not in Kafka).
+// acknowledged (and the local progress file moves past it) only once a read_committed consumer
+// can see it. The position record carries the snapshot progress as of its transaction: the
+// initial snapshot's (every row handed to the producer before the commit, so inside a chunk when
+// the commit came there: Snapshotter::produced) and the incremental snapshots' (a chunk's rows are
+// never split over two Kafka transactions). At a session's start that progress replaces the local
+// files' (which may lag it: a crash between a commit and the local save), so a resumed snapshot
+// starts right after the last row Kafka has, and a signal in a unit Kafka has is not applied again.
 
 #include <spdlog/spdlog.h>
 
@@ -72,12 +76,20 @@ void Connector::eos_finish(ExitCode code) {
   if (!producer_ || !txn_ || !txn_->open()) return;
   // Commit what is published (the position says how far, inside a PostgreSQL transaction if need
   // be), unless the transaction is failing or this instance is fenced.
-  if (code == ExitCode::kOk && !eos_restarting_) {
+  // Not while an incremental chunk's rows are being published: the progress counts the chunk
+  // from its high watermark on, so the Kafka transaction is aborted and the next start reads the
+  // chunk again.
+  if (code == ExitCode::kOk && !eos_restarting_ && !pending_chunk_) {
     stopping_ = false;  // eos_commit acts only while running
     eos_commit();
     stopping_ = true;
   }
-  if (txn_ && txn_->open()) (void)txn_->abort(std::chrono::milliseconds(5000));
+  if (txn_ && txn_->open()) {
+    (void)txn_->abort(std::chrono::milliseconds(5000));
+    // Its records were acknowledged, but no read_committed consumer sees them: the slot is
+    // confirmed only up to the last commit.
+    eos_finish_aborted_ = true;
+  }
   publisher_.drop_held();
 }
 
@@ -85,8 +97,9 @@ Lsn Connector::confirmable_lsn() const {
   if (!exactly_once()) return tracker_.flush_lsn();
   // With a Kafka transaction open, acknowledged records may still be aborted: only what a commit
   // covered counts. With none open every acknowledged record is committed (an abort ends the
-  // session and resets the tracker), and the tracker also covers units without records.
-  if (txn_ && txn_->open()) return committed_lsn_;
+  // session and resets the tracker; one on the way out is remembered), and the tracker also covers
+  // units without records.
+  if (txn_ && (txn_->open() || eos_finish_aborted_)) return committed_lsn_;
   return std::max(committed_lsn_, tracker_.flush_lsn());
 }
 
@@ -146,6 +159,7 @@ bool Connector::eos_prepare() {
     return false;
   }
   if (!*position) {
+    eos_prepared_ = true;
     spdlog::info(
         "delivery exactly_once: no position for '{}' in {} yet; publishing from the "
         "slot's confirmed_flush_lsn {}",
@@ -154,14 +168,19 @@ bool Connector::eos_prepare() {
   }
   const sink::StreamPosition& p = **position;
   if (p.system_id != system_.system_id) {
+    eos_prepared_ = true;
     spdlog::warn(
         "the position stored in {} is of PostgreSQL system {}, not {}: ignored (changes after "
         "the slot's confirmed_flush_lsn {} that Kafka already has are published again)",
         positions_topic_, p.system_id, system_.system_id, start_lsn_.to_string());
     return true;
   }
+  if (!reconcile_snapshot_progress(p)) return false;
   kafka_position_ = p;
-  resume_position_ = p;
+  kafka_position_->snapshot.reset();  // taken (reconcile_snapshot_progress): not kept in memory
+  kafka_position_->incremental.reset();
+  resume_position_ = kafka_position_;
+  eos_prepared_ = true;
   spdlog::info(
       "delivery exactly_once: Kafka has everything up to the transaction ending at {}{} "
       "(timeline {}); the slot resumes from {} and what Kafka has is skipped",
@@ -211,6 +230,13 @@ bool Connector::eos_skip_record() {
   return true;
 }
 
+bool Connector::eos_signal_in_kafka(const decoder::Change& c) const {
+  if (in_txn_) return eos_unit_in_kafka();
+  // A non-transactional message is no unit of its own here: Kafka has it when it has a unit
+  // after it.
+  return kafka_position_ && c.lsn < kafka_position_->lsn;
+}
+
 bool Connector::eos_unit_in_kafka() const {
   if (!kafka_position_) return false;
   return unit_lsn_ < kafka_position_->lsn ||
@@ -237,7 +263,7 @@ bool Connector::eos_split_if_full() {
 void Connector::eos_on_unit_end() {
   if (!exactly_once()) return;
   unit_open_ = false;
-  batch_position_ = {system_.system_id, system_.timeline, unit_lsn_, -1};
+  batch_position_ = {system_.system_id, system_.timeline, unit_lsn_, -1, {}, {}};
   batch_has_position_ = true;
   if (!txn_ || !txn_->open() || eos_restarting_) return;
   if (commit_due_ || batch_events_ >= cfg_.exactly_once.max_transaction_events ||
@@ -266,7 +292,14 @@ void Connector::eos_commit() {
   sink::StreamPosition position = batch_position_;
   bool has_position = batch_has_position_;
   if (unit_open_) {
-    position = {system_.system_id, system_.timeline, unit_lsn_, unit_index_};
+    position = {system_.system_id, system_.timeline, unit_lsn_, unit_index_, {}, {}};
+    has_position = true;
+  }
+  if (!has_position && (snapshotter_ || incremental_)) {
+    // Only snapshot rows so far (the initial snapshot, before the stream): the stream stands
+    // where this session started.
+    position = resume_position_.value_or(
+        sink::StreamPosition{system_.system_id, system_.timeline, start_lsn_, -1, {}, {}});
     has_position = true;
   }
   // Never behind the position this session started from (a transaction holding only records of
@@ -277,6 +310,13 @@ void Connector::eos_commit() {
         (resume_position_->index < 0 ||
          (position.index >= 0 && position.index < resume_position_->index))))) {
     position = *resume_position_;
+  }
+  // The snapshot progress as of this transaction (every snapshot row in it counted).
+  position.snapshot.reset();
+  position.incremental.reset();
+  if (snapshotter_) position.snapshot = snapshotter_->produced();
+  if (incremental_ && !incremental_->progress().tables.empty()) {
+    position.incremental = incremental_->progress();
   }
   std::string value;
   if (has_position) {

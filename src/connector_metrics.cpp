@@ -4,11 +4,22 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdint>
 #include <ctime>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include "connector.hpp"
+#include "metrics/exposition.hpp"
 
 namespace walrelay {
+
+using metrics::label;
+using metrics::labelled;
+using metrics::metric;
+using metrics::sample;
 
 namespace {
 
@@ -16,45 +27,6 @@ double now_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-// A label value escaped as the exposition format requires (backslash, quote, newline).
-std::string label(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
-
-void metric(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
-  out += "# HELP ";
-  out += name;
-  out.push_back(' ');
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out.push_back(' ');
-  out += type;
-  out.push_back('\n');
-}
-
-template <typename T>
-void sample(std::string& out, std::string_view name, T value, std::string_view labels = {}) {
-  out += name;
-  if (!labels.empty()) {
-    out.push_back('{');
-    out += labels;
-    out.push_back('}');
-  }
-  out.push_back(' ');
-  out += fmt::format("{}", value);
-  out.push_back('\n');
 }
 
 }  // namespace
@@ -148,18 +120,18 @@ std::string Connector::metrics_text() {
   metric(out, "walrelay_published_bytes_total", "counter",
          "key + value bytes of the records Kafka acknowledged");
   sample(out, "walrelay_published_bytes_total", published_bytes_);
-  metric(out, "walrelay_dead_lettered_total", "counter", "records sent to the dead-letter topic");
-  sample(out, "walrelay_dead_lettered_total", dead_lettered_mapping_, "reason=\"mapping\"");
-  sample(out, "walrelay_dead_lettered_total", dead_lettered_oversize_, "reason=\"oversize\"");
-  sample(out, "walrelay_dead_lettered_total", dead_lettered_delivery_, "reason=\"delivery\"");
+  labelled(out, "walrelay_dead_lettered_total", "counter", "records sent to the dead-letter topic",
+           "reason",
+           {{"mapping", dead_lettered_mapping_},
+            {"oversize", dead_lettered_oversize_},
+            {"delivery", dead_lettered_delivery_}});
   metric(out, "walrelay_delivery_errors_total", "counter",
          "delivery reports with an error that could not be retried");
   sample(out, "walrelay_delivery_errors_total", delivery_errors_);
   // delivery exactly_once (0 in the default mode, served always so that dashboards need no mode).
-  metric(out, "walrelay_kafka_transactions_total", "counter",
-         "Kafka transactions ended (delivery exactly_once)");
-  sample(out, "walrelay_kafka_transactions_total", eos_commits_, "outcome=\"committed\"");
-  sample(out, "walrelay_kafka_transactions_total", eos_aborts_, "outcome=\"aborted\"");
+  labelled(out, "walrelay_kafka_transactions_total", "counter",
+           "Kafka transactions ended (delivery exactly_once)", "outcome",
+           {{"committed", eos_commits_}, {"aborted", eos_aborts_}});
   metric(out, "walrelay_skipped_records_total", "counter",
          "records not published again because Kafka had them (the stored position)");
   sample(out, "walrelay_skipped_records_total", eos_skipped_);
@@ -204,6 +176,10 @@ std::string Connector::metrics_text() {
          "1 while an initial or incremental snapshot reads tables");
   sample(out, "walrelay_snapshot_running",
          (snapshotter_ != nullptr) || (incremental_ && incremental_->busy()) ? 1 : 0);
+  std::vector<snapshot::SnapshotFigures> running;
+  if (snapshotter_) running.push_back(snapshotter_->figures());
+  if (incremental_ && incremental_->busy()) running.push_back(incremental_->figures());
+  snapshot::append_metrics(out, running);
   return out;
 }
 

@@ -80,6 +80,43 @@ bool Connector::resume_snapshot_progress(const std::string& slot, Lsn confirmed_
   return save_snapshot_progress();
 }
 
+bool Connector::reconcile_snapshot_progress(const sink::StreamPosition& position) {
+  const std::string& slot = cfg_.source.slot;
+  const auto take = [&](const std::optional<snapshot::SnapshotProgress>& kafka,
+                        const std::string& suffix, bool same_run) {
+    if (!kafka || kafka->slot != slot) return true;
+    const snapshot::SnapshotProgressStore store(progress_dir(cfg_), slot, suffix);
+    auto loaded = store.load();
+    std::optional<snapshot::SnapshotProgress> local;
+    if (!loaded) {
+      spdlog::warn("{}: replaced by the snapshot progress in Kafka", loaded.error());
+    } else if (*loaded && (*loaded)->slot == slot) {
+      local = std::move(**loaded);
+    }
+    // The initial snapshot's progress belongs to one run of it (the slot's consistent point).
+    if (same_run && local && local->lsn != kafka->lsn) {
+      spdlog::warn("the snapshot progress in {} is of the snapshot at {}, not {} ({}): ignored",
+                   positions_topic_, kafka->lsn.to_string(), local->lsn.to_string(), store.path());
+      return true;
+    }
+    std::vector<std::string> changed;
+    const snapshot::SnapshotProgress merged = snapshot::reconcile_progress(local, *kafka, &changed);
+    if (local && changed.empty()) return true;
+    if (auto saved = store.save(merged); !saved) {
+      reason_ = "cannot save the snapshot progress (source.state_dir): " + saved.error();
+      return false;
+    }
+    spdlog::info(
+        "delivery exactly_once: {} table(s) of {} resume where Kafka's last committed position "
+        "says (what read_committed consumers saw){}{}",
+        changed.size(), store.path(), changed.empty() ? "" : ", e.g. ",
+        changed.empty() ? "" : changed.front());
+    return true;
+  };
+  return take(position.snapshot, ".snapshot", true) &&
+         take(position.incremental, ".incremental", false);
+}
+
 bool Connector::hand_over_to_incremental(const std::vector<snapshot::TableProgress>& tables) {
   const std::string& slot = cfg_.source.slot;
   incremental_store_ =
@@ -107,6 +144,8 @@ Connector::Outcome Connector::prepare_initial_only() {
   // No slot is kept: the rows are read from a temporary slot's exported snapshot (dropped when
   // this connection closes), and walrelay stops afterwards.
   const std::string& slot = cfg_.source.slot;
+  // exactly_once: the progress Kafka's last committed position carries first.
+  if (!eos_prepare()) return Outcome::kRetry;
   snapshot_store_ = std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot);
   auto loaded = snapshot_store_->load();
   if (!loaded) {
@@ -282,6 +321,9 @@ bool Connector::handle_snapshot_message(const decoder::Change& c, std::string_vi
   }
   if (c.prefix == snapshot::IncrementalSnapshot::kWatermarkPrefix) {
     if (!incremental_ || !in_txn_) return true;  // watermarks are transactional
+    // exactly_once: a full Kafka transaction is committed before the chunk, never inside it (the
+    // chunk counts in the progress from here on).
+    if (exactly_once() && !eos_split_if_full()) return true;
     auto records = incremental_->on_watermark(
         c.content, c.lsn, c.xid, tracker_.next_lsn_of(*tracker_.open_txn()).value_or(c.lsn));
     if (!records) {
@@ -292,6 +334,7 @@ bool Connector::handle_snapshot_message(const decoder::Change& c, std::string_vi
       // The chunk's rows belong to the high watermark's transaction: the slot moves past it only
       // once Kafka has them.
       pending_ = *records;
+      pending_chunk_ = true;
       pending_next_ = 0;
       pending_after_ = AfterPublish::kChange;
       pending_lsn_ = c.lsn;
@@ -370,6 +413,13 @@ bool Connector::handle_snapshot_message(const decoder::Change& c, std::string_vi
     tables.emplace_back(parsed->schema, parsed->table);
   }
   if (!incremental_) return true;
+  if (exactly_once() && eos_signal_in_kafka(c)) {
+    spdlog::info(
+        "snapshot signal at LSN {}: already applied (Kafka's last committed position is past "
+        "it and carries its effect)",
+        c.lsn.to_string());
+    return true;
+  }
   if (signal->kind == snapshot::Signal::Kind::kStop) {
     incremental_->stop(tables);
     return true;

@@ -277,6 +277,23 @@ def memory(args, svc: Services) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------- snapshot
+def snapshot_read_seconds(log: Path) -> float | None:
+    """From walrelay's log: the first table's "snapshot: reading" line to "snapshot: complete"
+    (every row acknowledged). The wall time from the process start also holds the connections and
+    CREATE_REPLICATION_SLOT, which waits for every transaction open on the server to end
+    (PostgreSQL docs, "Exported Snapshots"): on a busy shared server that wait dominates."""
+    start = end = None
+    for line in log.read_text(errors="replace").splitlines():
+        if "snapshot: reading " in line and start is None:
+            start = line.split(" ", 1)[0]
+        elif "snapshot: complete" in line:
+            end = line.split(" ", 1)[0]
+    if not start or not end:
+        return None
+    return (datetime.datetime.fromisoformat(end) -
+            datetime.datetime.fromisoformat(start)).total_seconds() or None
+
+
 def per_row_us(cpu_s: float | None, rows: int) -> float | None:
     return round(1e6 * cpu_s / rows, 2) if cpu_s is not None else None
 
@@ -332,10 +349,13 @@ def snapshot(args, svc: Services, rep: int) -> dict:
         if proc.returncode != 0:
             raise BenchError(f"walrelay snapshot exited {proc.returncode}: "
                              f"{(work / 'walrelay.log').read_text()[-2000:]}")
+        read_s = snapshot_read_seconds(work / "walrelay.log")
         row = {"rows": args.rows, "broker": args.broker, "transport": args.transport,
                "repeat": rep, "copy_rows_s": round(args.rows / copy_s),
                "walrelay_rows_s": round(args.rows / wall),
+               "walrelay_read_rows_s": round(args.rows / read_s) if read_s else None,
                "ratio_to_copy": ratio(copy_s, wall),
+               "read_ratio_to_copy": ratio(copy_s, read_s) if read_s else None,
                "walrelay_cpu_us_per_row": round(1e6 * usage.cpu_s / args.rows, 2) if usage else None,
                "walrelay_peak_rss_mb": round(usage.peak_rss_mb, 1) if usage else None,
                "walrelay_threads_cpu_s": {k: round(v, 2) for k, v in usage.threads.items()}
@@ -465,7 +485,8 @@ def main() -> int:
             print_table(raw, ["broker", "rows_in_one_transaction", "idle_rss_mb", "peak_rss_mb"])
         else:
             raw = [snapshot(args, svc, rep) for rep in range(args.repeat)]
-            fields = ["copy_rows_s", "walrelay_rows_s", "ratio_to_copy", "walrelay_cpu_us_per_row",
+            fields = ["copy_rows_s", "walrelay_rows_s", "walrelay_read_rows_s", "ratio_to_copy",
+                      "read_ratio_to_copy", "walrelay_cpu_us_per_row",
                       "walrelay_peak_rss_mb", "copy_postgres_cpu_us_per_row",
                       "snapshot_postgres_cpu_us_per_row", "mock_broker_cpu_us_per_row"]
             if args.debezium:

@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
-#include <cstdio>
-#include <random>
 
 #include "replication/replication_stream.hpp"
 
@@ -96,15 +94,30 @@ bool IncrementalSnapshot::superseded(const std::string& key) const {
   return false;
 }
 
-std::string IncrementalSnapshot::status() const {
+std::string IncrementalSnapshot::status() {
   const auto next = next_table();
   if (!next) return "";
   std::size_t queued = 0;
   for (const auto& t : progress_.tables) queued += t.done ? 0 : 1;
   const TableProgress& t = progress_.tables[phase_ != Phase::kIdle ? table_ : *next];
+  std::uint64_t rows = 0;
+  for (const auto& p : progress_.tables) rows += p.rows;
+  rate_.tick(rows);
   return "incremental snapshot of " + t.schema + "." + t.table + " at chunk " +
          std::to_string(t.chunks) + " of ~" + std::to_string(settings_.chunk_size) + " rows (" +
-         std::to_string(queued) + " table(s) to go)";
+         std::to_string(queued) + " table(s) to go): " + figures().summary();
+}
+
+SnapshotFigures IncrementalSnapshot::figures() const {
+  SnapshotFigures f;
+  f.kind = "incremental";
+  f.rows_per_second = rate_.rate();
+  for (const auto& t : progress_.tables) {
+    const std::string name = t.schema + "." + t.table;
+    const auto e = estimates_.find(name);
+    f.tables.push_back(TableFigures{name, t.rows, e != estimates_.end() ? e->second : 0, t.done});
+  }
+  return f;
 }
 
 std::optional<std::size_t> IncrementalSnapshot::next_table() const {
@@ -247,10 +260,14 @@ void IncrementalSnapshot::start_chunk() {
   table_ = *next_table();
   TableProgress& t = progress_.tables[table_];
   if (chunk_id_prefix_.empty()) {
-    char nonce[9];
-    std::snprintf(nonce, sizeof nonce, "%08x", std::random_device{}());
-    chunk_id_prefix_ =
-        progress_.slot + "-" + std::to_string(::getpid()) + "-" + std::string(nonce) + "-";
+    // The slot first: watermarks are database-wide, and a walrelay of another slot on the
+    // database (whose pid and start time may be the same: containers run walrelay as pid 1) must
+    // never match one of this one's chunks.
+    chunk_id_prefix_ = progress_.slot + "-" + std::to_string(::getpid()) + "-" +
+                       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count()) +
+                       "-";
   }
   chunk_id_ = chunk_id_prefix_ + std::to_string(++chunk_counter_);
   phase_ = Phase::kPreparing;
@@ -359,8 +376,13 @@ void IncrementalSnapshot::on_rows(AsyncPgConnection::Result result) {
   last_chunk_ = rows_.size() < settings_.chunk_size;
   // The snapshot the SELECT used: which transactions it saw (PostgreSQL docs §9.27.5,
   // pg_current_snapshot: xmin:xmax:xip_list).
+  // With the table's size estimate for the progress figures (pg_class.reltuples, -1 when never
+  // analysed).
+  const TableProgress& t = progress_.tables[table_];
   conn_->query(
-      "SELECT pg_current_snapshot()::text", {},
+      "SELECT pg_current_snapshot()::text, (SELECT reltuples FROM pg_catalog.pg_class WHERE oid = "
+      "to_regclass($1))::text",
+      {replication::quote_ident(t.schema) + "." + replication::quote_ident(t.table)},
       [this, alive = std::weak_ptr<int>(alive_), id = chunk_id_](AsyncPgConnection::Result snap) {
         if (!alive.expired() && current(id) && phase_ == Phase::kReading) {
           on_snapshot(std::move(snap));
@@ -372,6 +394,11 @@ void IncrementalSnapshot::on_snapshot(AsyncPgConnection::Result snap) {
   if (!snap || snap->size() != 1 || snap->front().empty() || !snap->front()[0]) {
     retry_later("cannot read the chunk's snapshot" + (snap ? std::string() : ": " + snap.error()));
     return;
+  }
+  if (snap->front().size() > 1 && snap->front()[1]) {
+    const TableProgress& t = progress_.tables[table_];
+    estimates_[t.schema + "." + t.table] =
+        std::max(0.0, std::strtod(snap->front()[1]->c_str(), nullptr));
   }
   {
     const std::string& text = *snap->front()[0];

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pg_async.hpp"
+#include "snapshot/snapshot_figures.hpp"
 #include "snapshot/snapshot_progress.hpp"
 #include "snapshot/table_query.hpp"
 #include "walrelay/core/record.hpp"
@@ -104,11 +105,19 @@ class IncrementalSnapshot {
   /// The slot's confirmed position moved: progress of chunks confirmed by it is saved.
   void on_flushed(Lsn flush);
 
+  /// The queue and every table's position in memory: a chunk counts from the moment its rows are
+  /// returned by on_watermark (delivery exactly_once writes this into the position record of the
+  /// Kafka transaction that holds them; the durable file moves only in on_flushed).
+  [[nodiscard]] const SnapshotProgress& progress() const { return progress_; }
   /// True while streamed keys are collected (from a chunk's start to its high watermark).
   [[nodiscard]] bool collecting() const { return phase_ != Phase::kIdle; }
   [[nodiscard]] bool busy() const;
-  /// For the progress line: the table being read, its chunks read and tables queued; "" when idle.
-  [[nodiscard]] std::string status() const;
+  /// For the progress line (once per progress interval: it also takes the rows/s reading): the
+  /// table being read, its chunks read, tables queued and the figures' summary; "" when idle.
+  [[nodiscard]] std::string status();
+  /// Rows read per table queued since the start (or resumed), reltuples estimates of the tables
+  /// read so far, rows/s as of the last status(): for /metrics.
+  [[nodiscard]] SnapshotFigures figures() const;
 
  private:
   // kPreparing: reading the table's shape; kReading: from the low watermark's write to the high
@@ -173,10 +182,10 @@ class IncrementalSnapshot {
   std::size_t table_ = 0;  // the table of the chunk in progress
   TableReadPlan plan_;
   std::string chunk_id_;
-  std::uint64_t chunk_counter_ = 0;
-  /// What makes this process's chunk ids unique among every walrelay on the database (whose
-  /// watermarks each stream shows): the slot (one running walrelay each), the pid and a random
-  /// number (a restart, often with the same pid in a container, replays its predecessor's).
+  /// Chunk ids are `<slot>-<pid>-<start ms>-<n>`, n counted per process: a watermark replayed
+  /// from an earlier session or process never matches a later chunk, nor does one of a walrelay
+  /// of another slot on the same database (every stream shows the database's watermarks).
+  static inline std::uint64_t chunk_counter_ = 0;
   std::string chunk_id_prefix_;
   bool window_open_ = false;
   std::string topic_;  // the table's topic (window key matching)
@@ -200,6 +209,8 @@ class IncrementalSnapshot {
   std::vector<Record> records_;
   decoder::Change change_;
   std::string tokens_;
+  std::unordered_map<std::string, double> estimates_;  // schema.table → pg_class.reltuples
+  RateMeter rate_;                                     // rows read per second, at status()
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -91,6 +92,34 @@ std::expected<void, std::string> SnapshotProgressStore::save(const SnapshotProgr
   text += out.c_str();
   text.push_back('\n');
   return write_file_durably(dir_, path_, text);
+}
+
+SnapshotProgress reconcile_progress(const std::optional<SnapshotProgress>& local,
+                                    const SnapshotProgress& kafka,
+                                    std::vector<std::string>* changed) {
+  SnapshotProgress out = local.value_or(SnapshotProgress{});
+  if (!local) {
+    out.slot = kafka.slot;
+    out.lsn = kafka.lsn;
+    out.xid = kafka.xid;
+  }
+  if (out.lsn.is_zero()) out.lsn = kafka.lsn;
+  if (out.xid == 0) out.xid = kafka.xid;
+  out.resumed = out.resumed || kafka.resumed;
+  for (const auto& k : kafka.tables) {
+    auto it = std::find_if(out.tables.begin(), out.tables.end(), [&](const TableProgress& t) {
+      return t.schema == k.schema && t.table == k.table;
+    });
+    if (it == out.tables.end()) {
+      out.tables.push_back(k);
+    } else if (*it == k) {
+      continue;
+    } else {
+      *it = k;
+    }
+    if (changed != nullptr) changed->push_back(k.schema + "." + k.table);
+  }
+  return out;
 }
 
 }  // namespace walrelay::snapshot

@@ -1,55 +1,13 @@
 #pragma once
 
-#include <cstdint>
 #include <expected>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "walrelay/core/lsn.hpp"
+#include "walrelay/core/snapshot_progress.hpp"
 
 namespace walrelay::snapshot {
-
-/// A key value as text (the type's output function; nullopt for SQL NULL).
-using KeyText = std::vector<std::optional<std::string>>;
-
-/// How far one table's snapshot got: everything up to `last_key` (inclusive, in key order) has
-/// been acknowledged by Kafka.
-struct TableProgress {
-  std::string schema;
-  std::string table;
-  bool done = false;
-  std::optional<KeyText> last_key;  ///< nullopt: no chunk acknowledged yet
-  std::uint64_t rows = 0;           ///< rows acknowledged
-  std::uint64_t chunks = 0;         ///< chunks acknowledged (the next chunk's number)
-};
-
-/// A table's progress before anything of it was read (`done`: nothing to read).
-inline TableProgress table_progress(std::string schema, std::string table, bool done = false) {
-  TableProgress t;
-  t.schema = std::move(schema);
-  t.table = std::move(table);
-  t.done = done;
-  return t;
-}
-
-/// A snapshot's durable progress: the slot's consistent point it belongs to and every table's
-/// position. Written before the slot is created (lsn 0/0: creation pending), so a crash at any
-/// point is detected on the next start.
-struct SnapshotProgress {
-  std::string slot;
-  Lsn lsn;                ///< the slot's consistent point (0/0 while the slot is being created)
-  std::uint64_t xid = 0;  ///< the snapshot's transaction horizon (source.txId of its records)
-  bool resumed = false;   ///< a crash lost the exported snapshot; chunks are read at current state
-  std::vector<TableProgress> tables;
-
-  [[nodiscard]] bool complete() const {
-    for (const auto& t : tables) {
-      if (!t.done) return false;
-    }
-    return lsn.value() != 0;
-  }
-};
 
 /// Stores SnapshotProgress as `<dir>/<slot>.snapshot` (YAML), replaced atomically like the slot
 /// record. Not thread-safe.
@@ -69,5 +27,18 @@ class SnapshotProgressStore {
   std::string dir_;
   std::string path_;
 };
+
+/// delivery exactly_once: the progress a snapshot resumes from, given the local file's (`local`,
+/// nullopt when there is none) and the one in Kafka's last committed position record (`kafka`,
+/// same slot and run). Kafka's is what read_committed consumers saw, so for every table it lists
+/// it replaces the local entry, whether that is behind it (a crash between a Kafka commit and the
+/// local save: reading from the local entry would publish committed rows again) or ahead of it
+/// (Kafka lost what the local file counts: it is read again). Tables only the local file lists
+/// (queued after that commit: nothing of them is in Kafka) are kept as they are. `lsn`, `xid` come
+/// from the local file when it has them, else from Kafka's; `resumed` is either's.
+/// `changed` (optional) receives "schema.table" of every table whose entry changed.
+SnapshotProgress reconcile_progress(const std::optional<SnapshotProgress>& local,
+                                    const SnapshotProgress& kafka,
+                                    std::vector<std::string>* changed = nullptr);
 
 }  // namespace walrelay::snapshot

@@ -29,6 +29,20 @@ std::string qualified(const std::string& schema, const std::string& table) {
   return replication::quote_ident(schema) + "." + replication::quote_ident(table);
 }
 
+// The column texts of `row` of `res` (nullopt for NULL), into `out`.
+void texts_of(const PGresult* res, int row, std::vector<std::optional<std::string_view>>& out) {
+  const int n = PQnfields(res);
+  out.resize(static_cast<std::size_t>(n));
+  for (int c = 0; c < n; ++c) {
+    if (PQgetisnull(res, row, c) != 0) {
+      out[static_cast<std::size_t>(c)] = std::nullopt;
+    } else {
+      out[static_cast<std::size_t>(c)] = std::string_view(
+          PQgetvalue(res, row, c), static_cast<std::size_t>(PQgetlength(res, row, c)));
+    }
+  }
+}
+
 std::chrono::microseconds now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::system_clock::now().time_since_epoch());
@@ -97,7 +111,7 @@ void Snapshotter::start() {
   for (auto& w : workers_) {
     if (!open_worker(w)) return;
   }
-  last_log_ = std::chrono::steady_clock::now();
+  rate_ = RateMeter();  // rows/s from here
   schedule_progress_log();
   for (auto& w : workers_) next_table(w);
   check_done();
@@ -297,7 +311,10 @@ void Snapshotter::read_chunk(Worker& w, bool prefetch) {
           "after {} are read by an incremental snapshot while streaming",
           t.progress->schema, t.progress->table,
           t.progress->rows > 0 ? std::to_string(t.progress->rows) + " rows" : "none");
-      if (!hand_over_(*t.progress)) {
+      // From the rows handed to the producer, acknowledged or not: the snapshot completes only
+      // once they are acknowledged, and until then a restart hands the table over again from
+      // its acknowledged (exactly_once: committed) position.
+      if (!hand_over_(produced().tables[static_cast<std::size_t>(&t - tables_.data())])) {
         fail(SnapshotFailure::kRetry, "cannot queue the incremental snapshot of " +
                                           t.progress->schema + "." + t.progress->table);
         return;
@@ -381,6 +398,7 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
   // A chunk with rows: the previous chunk's last row, held back in case it was the table's last,
   // is now an ordinary row.
   w.result = std::move(*result);
+  w.read_time = now_us();
   w.next_row = 0;
   const int rows = PQntuples(w.result.get());
   if (rows > 0) {
@@ -456,17 +474,43 @@ void Snapshotter::publish_rows(Worker& w) {
   advance(t);
 }
 
-void Snapshotter::row_values(const PGresult* res, int row) {
-  const int n = PQnfields(res);
-  values_.resize(static_cast<std::size_t>(n));
-  for (int c = 0; c < n; ++c) {
-    if (PQgetisnull(res, row, c) != 0) {
-      values_[static_cast<std::size_t>(c)] = std::nullopt;
-    } else {
-      values_[static_cast<std::size_t>(c)] = std::string_view(
-          PQgetvalue(res, row, c), static_cast<std::size_t>(PQgetlength(res, row, c)));
+SnapshotProgress Snapshotter::produced() const {
+  SnapshotProgress out = progress_;
+  for (std::size_t i = 0; i < tables_.size(); ++i) {
+    const Table& t = tables_[i];
+    TableProgress& p = out.tables[i];
+    const bool keyed = !t.plan.key.empty();
+    bool all_produced = true;
+    for (const Chunk& c : t.chunks) {
+      if (!c.produced) {
+        all_produced = false;
+        break;  // chunks are published in order
+      }
+      p.rows += c.rows;
+      p.chunks = c.number + 1;
+      if (keyed) p.last_key = c.last_key;
     }
+    // The chunk being published: its rows handed over so far.
+    for (const Worker& w : workers_) {
+      if (w.table != &t || !w.result || w.next_row == 0 || t.chunks.empty() ||
+          t.chunks.back().produced) {
+        continue;
+      }
+      p.rows += static_cast<std::uint64_t>(w.next_row);
+      p.chunks = t.chunks.back().number + 1;
+      if (keyed) {
+        std::vector<std::optional<std::string_view>> values;
+        texts_of(w.result.get(), w.next_row - 1, values);
+        p.last_key = key_of(t.plan, values);
+      }
+    }
+    if (t.read_complete && all_produced) p.done = true;
   }
+  return out;
+}
+
+void Snapshotter::row_values(const PGresult* res, int row) {
+  texts_of(res, row, values_);
 }
 
 bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
@@ -491,7 +535,8 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
                                     progress_.lsn, progress_.xid, change_, tokens_);
       !built) {
     mapping_error = built.error();
-  } else if (auto r = router_.route_snapshot(change_, router::SnapshotRead{marker, id_, now_us()});
+  } else if (auto r =
+                 router_.route_snapshot(change_, router::SnapshotRead{marker, id_, w.read_time});
              !r) {
     mapping_error = r.error().reason;
   } else {
@@ -687,22 +732,21 @@ void Snapshotter::schedule_progress_log() {
   progress_timer_.expires_after(settings_.progress_interval);
   progress_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
-    const auto now = std::chrono::steady_clock::now();
-    const double secs = std::chrono::duration<double>(now - last_log_).count();
-    const double rate = secs > 0 ? static_cast<double>(rows_total_ - rows_at_last_log_) / secs : 0;
-    double done_rows = 0;
-    double estimate = 0;
-    for (const auto& t : tables_) {
-      done_rows += static_cast<double>(t.progress->rows);
-      estimate += std::max(t.estimated_rows, static_cast<double>(t.progress->rows));
-    }
-    const double eta = rate > 0 ? std::max(0.0, estimate - done_rows) / rate : 0;
-    spdlog::info("snapshot progress: {:.0f} / ~{:.0f} rows, {:.0f} rows/s, ETA {:.0f} s", done_rows,
-                 estimate, rate, eta);
-    rows_at_last_log_ = rows_total_;
-    last_log_ = now;
+    rate_.tick(rows_total_);
+    spdlog::info("snapshot progress: {}", figures().summary());
     schedule_progress_log();
   });
+}
+
+SnapshotFigures Snapshotter::figures() const {
+  SnapshotFigures f;
+  f.kind = "initial";
+  f.rows_per_second = rate_.rate();
+  for (const auto& t : tables_) {
+    f.tables.push_back(TableFigures{t.progress->schema + "." + t.progress->table, t.progress->rows,
+                                    t.estimated_rows, t.progress->done});
+  }
+  return f;
 }
 
 }  // namespace walrelay::snapshot

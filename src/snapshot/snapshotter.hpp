@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "snapshot/snapshot_connection.hpp"
+#include "snapshot/snapshot_figures.hpp"
 #include "snapshot/snapshot_progress.hpp"
 #include "snapshot/table_query.hpp"
 #include "walrelay/decoder/change.hpp"
@@ -99,6 +100,15 @@ class Snapshotter {
   void stop_reading() { reading_stopped_ = true; }
 
   [[nodiscard]] const SnapshotProgress& progress() const { return progress_; }
+  /// Rows done per table (acknowledged by Kafka), pg_class.reltuples estimates, rows/s of the last
+  /// progress interval: the progress line's figures, for /metrics.
+  [[nodiscard]] SnapshotFigures figures() const;
+  /// The progress as of every row handed to the producer so far, acknowledged or not (delivery
+  /// exactly_once: what a Kafka commit now would cover, for the position record). Per table: the
+  /// rows and key of its last row handed over, inside a chunk when one is being published (its
+  /// `chunks` then counts that chunk, so a resumed snapshot numbers the rest as a new chunk);
+  /// `done` once every row of it was handed over. A table without a key has no `last_key`.
+  [[nodiscard]] SnapshotProgress produced() const;
 
  private:
   struct Chunk {
@@ -129,8 +139,12 @@ class Snapshotter {
   struct Worker {
     std::unique_ptr<SnapshotConnection> conn;
     Table* table = nullptr;
-    ResultPtr result;      // the chunk being published
-    int next_row = 0;      // next row of `result` to publish
+    ResultPtr result;  // the chunk being published
+    int next_row = 0;  // next row of `result` to publish
+    /// When `result` was taken from the server (Unix epoch): its rows' source.ts_ms/ts_us. One
+    /// reading per chunk: the rows were read together, and the router's source block is then
+    /// written once per chunk instead of once per row.
+    std::chrono::microseconds read_time{0};
     bool in_txn = false;   // a read transaction is open (one chunk, or a keyless cursor)
     bool cursor = false;   // reading a keyless table through a cursor
     bool waiting = false;  // a query is outstanding
@@ -191,8 +205,7 @@ class Snapshotter {
   bool reading_stopped_ = false;
   bool any_published_ = false;
   std::uint64_t rows_total_ = 0;  // this run, acknowledged
-  std::uint64_t rows_at_last_log_ = 0;
-  std::chrono::steady_clock::time_point last_log_;
+  RateMeter rate_;                // rows_total_ per second, read at each progress line
 
   // Reused per row.
   decoder::Change change_;

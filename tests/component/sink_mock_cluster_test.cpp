@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "mock_cluster.hpp"
 #include "walrelay/config/config.hpp"
 #include "walrelay/core/lsn.hpp"
 #include "walrelay/core/record.hpp"
@@ -72,20 +73,8 @@ struct Seen {
 /// delivery reports into an AckTracker the way the connector does (src/connector.cpp
 /// Connector::on_delivery). After every report it checks the delivery contract against the test's
 /// own bookkeeping.
-class MockClusterTest : public ::testing::Test {
+class MockClusterTest : public component_test::MockClusterFixture {
  protected:
-  void SetUp() override {
-    char errstr[512];
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
-    // The dummy handle only hosts the mock cluster; it never connects anywhere.
-    rd_kafka_conf_set_log_cb(conf, [](const rd_kafka_t*, int, const char*, const char*) {});
-    mock_rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-    ASSERT_NE(mock_rk_, nullptr) << errstr;
-    mcluster_ = rd_kafka_mock_cluster_new(mock_rk_, 3);
-    ASSERT_NE(mcluster_, nullptr);
-    bootstraps_ = rd_kafka_mock_cluster_bootstraps(mcluster_);
-  }
-
   void TearDown() override {
     if (producer_) {
       producer_->stop();
@@ -95,8 +84,7 @@ class MockClusterTest : public ::testing::Test {
       producer_.reset();
     }
     if (inspector_ != nullptr) rd_kafka_destroy(inspector_);
-    if (mcluster_ != nullptr) rd_kafka_mock_cluster_destroy(mcluster_);
-    if (mock_rk_ != nullptr) rd_kafka_destroy(mock_rk_);
+    MockClusterFixture::TearDown();
   }
 
   /// Creates and starts the producer under test with walrelay's defaults plus `extra` properties.
@@ -306,15 +294,7 @@ class MockClusterTest : public ::testing::Test {
     return where;
   }
 
-  void create_topic(const std::string& topic, int partitions) {
-    ASSERT_EQ(rd_kafka_mock_topic_create(mcluster_, topic.c_str(), partitions, 1),
-              RD_KAFKA_RESP_ERR_NO_ERROR);
-  }
-
-  rd_kafka_t* mock_rk_ = nullptr;
-  rd_kafka_mock_cluster_t* mcluster_ = nullptr;
   rd_kafka_t* inspector_ = nullptr;  // watermark queries
-  std::string bootstraps_;
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> guard_ = asio::make_work_guard(io_);
   AckTracker tracker_;

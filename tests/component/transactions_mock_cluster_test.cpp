@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "mock_cluster.hpp"
 #include "walrelay/config/config.hpp"
 #include "walrelay/core/lsn.hpp"
 #include "walrelay/core/record.hpp"
@@ -33,20 +34,12 @@ using namespace std::chrono_literals;
 constexpr std::int16_t kProduceApiKey = 0;  // RD_KAFKAP_Produce
 constexpr std::int16_t kEndTxnApiKey = 26;  // RD_KAFKAP_EndTxn
 
-class TransactionsMockTest : public ::testing::Test {
+class TransactionsMockTest : public component_test::MockClusterFixture {
  protected:
   void SetUp() override {
-    char errstr[512];
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(conf, [](const rd_kafka_t*, int, const char*, const char*) {});
-    mock_rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-    ASSERT_NE(mock_rk_, nullptr) << errstr;
-    mcluster_ = rd_kafka_mock_cluster_new(mock_rk_, 3);
-    ASSERT_NE(mcluster_, nullptr);
-    bootstraps_ = rd_kafka_mock_cluster_bootstraps(mcluster_);
-    ASSERT_EQ(rd_kafka_mock_topic_create(mcluster_, "events", 3, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
-    ASSERT_EQ(rd_kafka_mock_topic_create(mcluster_, "app.walrelay.positions", 1, 1),
-              RD_KAFKA_RESP_ERR_NO_ERROR);
+    ASSERT_NO_FATAL_FAILURE(MockClusterFixture::SetUp());
+    ASSERT_NO_FATAL_FAILURE(create_topic("events", 3));
+    ASSERT_NO_FATAL_FAILURE(create_topic("app.walrelay.positions", 1));
   }
 
   void TearDown() override {
@@ -54,8 +47,7 @@ class TransactionsMockTest : public ::testing::Test {
     io_.restart();
     io_.poll();
     producers_.clear();
-    if (mcluster_ != nullptr) rd_kafka_mock_cluster_destroy(mcluster_);
-    if (mock_rk_ != nullptr) rd_kafka_destroy(mock_rk_);
+    MockClusterFixture::TearDown();
   }
 
   [[nodiscard]] config::KafkaConfig kafka_config() const {
@@ -84,9 +76,6 @@ class TransactionsMockTest : public ::testing::Test {
     return p.produce(rec, 1);
   }
 
-  rd_kafka_t* mock_rk_ = nullptr;
-  rd_kafka_mock_cluster_t* mcluster_ = nullptr;
-  std::string bootstraps_;
   asio::io_context io_;
   std::vector<std::unique_ptr<KafkaProducer>> producers_;
   std::vector<rd_kafka_resp_err_t> failed_reports_;
@@ -94,7 +83,7 @@ class TransactionsMockTest : public ::testing::Test {
 };
 
 TEST(Position, EncodesAndDecodesTheIssueFields) {
-  const StreamPosition p{"7312345678901234567", 2, Lsn(0x16B3748), 41};
+  const StreamPosition p{"7312345678901234567", 2, Lsn(0x16B3748), 41, {}, {}};
   const std::string text = encode_position(p);
   EXPECT_EQ(text,
             R"({"system_id":"7312345678901234567","timeline":2,"lsn":"0/16B3748","index":41})");
@@ -137,7 +126,7 @@ TEST_F(TransactionsMockTest, CommittedPositionIsReadBack) {
     for (int i = 0; i < 5; ++i) {
       ASSERT_EQ(produce(p, "events", "k" + std::to_string(i), "v"), RD_KAFKA_RESP_ERR_NO_ERROR);
     }
-    const StreamPosition pos{"42", 1, Lsn(0x1000u * static_cast<unsigned>(t)), -1};
+    const StreamPosition pos{"42", 1, Lsn(0x1000u * static_cast<unsigned>(t)), -1, {}, {}};
     ASSERT_EQ(produce(p, "app.walrelay.positions", "app", encode_position(pos)),
               RD_KAFKA_RESP_ERR_NO_ERROR);
     const TxnResult r = txn.commit(30s);

@@ -18,12 +18,6 @@
 namespace walrelay::itest {
 namespace {
 
-// `a` > `b` as LSNs (`X/Y` text), compared by the server.
-bool lsn_after(Pg& pg, const std::string& a, const std::string& b) {
-  return pg.value("SELECT (" + sql_literal(a) + "::pg_lsn > " + sql_literal(b) +
-                  "::pg_lsn)::text") == "true";
-}
-
 class CatalogLookupTest : public IntegrationTest {
  protected:
   // The change that needs the lookup is an INSERT into `fresh`: with `refresh` false the table
@@ -54,15 +48,12 @@ void CatalogLookupTest::blocked_lookup_does_not_hold_up_earlier_changes(bool ref
   // Every session the test uses while the lock is held has resolved its names before (a name
   // lookup that misses the session's cache reads pg_namespace and would wait too).
   const std::string waiting_lookups =
-      "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = left(" +
-      sql_literal("walrelay-catalog-" + name_) + ", 63) AND wait_event_type = 'Lock'";
+      waiting_sessions_sql("walrelay-catalog-" + name_, "wait_event_type = 'Lock'");
   Pg observer(env_.pg_conninfo);
   ASSERT_EQ(observer.value(waiting_lookups), "0");
-  (void)lsn_after(*pg_, "0/1", "0/0");
-  (void)slot_state(*pg_, name_);
+  warm_up_slot_queries(*pg_, name_);
   Pg locker(env_.pg_conninfo);  // a superuser in the test database (pg_namespace is per database)
-  locker.exec("BEGIN");
-  locker.exec("LOCK TABLE pg_catalog.pg_namespace IN ACCESS EXCLUSIVE MODE");
+  hold_exclusive_lock(locker, "pg_catalog.pg_namespace");
 
   const std::string before = writer.value("SELECT pg_current_wal_insert_lsn()::text");
   writer.exec("INSERT INTO " + table("known") +
@@ -73,7 +64,7 @@ void CatalogLookupTest::blocked_lookup_does_not_hold_up_earlier_changes(bool ref
   writer.exec("INSERT INTO " + table("known") + " VALUES (100, 'later')");
 
   // walrelay's catalog session waits on the lock: the lookup is in progress.
-  ASSERT_TRUE(wait_until([&] { return observer.value(waiting_lookups) == "1"; }, 30s))
+  ASSERT_TRUE(wait_for_waiting_session(observer, waiting_lookups, 30s))
       << "the catalog lookup never waited on the lock\n"
       << proc.logs();
 
@@ -81,13 +72,7 @@ void CatalogLookupTest::blocked_lookup_does_not_hold_up_earlier_changes(bool ref
   auto known = kafka_->read_at_least({topic("known")}, 21, 30s);
   EXPECT_EQ(known.size(), 21u) << describe(known) << proc.logs();
   std::string confirmed;
-  EXPECT_TRUE(wait_until(
-      [&] {
-        auto s = slot_state(*pg_, name_);
-        confirmed = s && s->confirmed_flush_lsn ? *s->confirmed_flush_lsn : "0/0";
-        return lsn_after(*pg_, confirmed, before);
-      },
-      30s))
+  EXPECT_TRUE(wait_confirmed_past(*pg_, name_, before, confirmed, 30s))
       << "confirmed_flush_lsn " << confirmed << " did not move past " << before
       << " while the lookup was blocked\n"
       << proc.logs();

@@ -33,6 +33,9 @@ extern char** environ;
 #ifndef WALRELAY_BINARY
 #error "WALRELAY_BINARY must be defined (path of the walrelay executable)"
 #endif
+#ifndef WALRELAY_SERVICES_DIR
+#error "WALRELAY_SERVICES_DIR must be defined (tests/services)"
+#endif
 
 namespace walrelay::itest {
 
@@ -109,6 +112,12 @@ bool wait_until(const std::function<bool()>& predicate, std::chrono::millisecond
     std::this_thread::sleep_for(poll);
   }
   return predicate();
+}
+
+std::size_t count_occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
 }
 
 // --------------------------------------------------------------------------------------- Pg
@@ -246,6 +255,45 @@ void drop_slot_quietly(Pg& pg, const std::string& slot) {
   } catch (const std::exception& e) {
     std::cerr << "[harness] could not drop slot " << slot << ": " << e.what() << "\n";
   }
+}
+
+bool lsn_after(Pg& pg, const std::string& a, const std::string& b) {
+  return pg.value("SELECT (" + sql_literal(a) + "::pg_lsn > " + sql_literal(b) +
+                  "::pg_lsn)::text") == "true";
+}
+
+bool wait_confirmed_past(Pg& pg, const std::string& slot, const std::string& lsn,
+                         std::string& confirmed, std::chrono::milliseconds timeout) {
+  return wait_until(
+      [&] {
+        auto s = slot_state(pg, slot);
+        confirmed = s && s->confirmed_flush_lsn ? *s->confirmed_flush_lsn : "0/0";
+        return lsn_after(pg, confirmed, lsn);
+      },
+      timeout);
+}
+
+// ------------------------------------------------------------------------------ lock waits
+
+std::string waiting_sessions_sql(const std::string& application_name,
+                                 const std::string& wait_condition) {
+  return "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = left(" +
+         sql_literal(application_name) + ", 63) AND " + wait_condition;
+}
+
+bool wait_for_waiting_session(Pg& observer, const std::string& waiting_sql,
+                              std::chrono::milliseconds timeout) {
+  return wait_until([&] { return observer.value(waiting_sql) == "1"; }, timeout);
+}
+
+void warm_up_slot_queries(Pg& pg, const std::string& slot) {
+  (void)lsn_after(pg, "0/1", "0/0");
+  (void)slot_state(pg, slot);
+}
+
+void hold_exclusive_lock(Pg& locker, const std::string& table) {
+  locker.exec("BEGIN");
+  locker.exec("LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE");
 }
 
 // ------------------------------------------------------------------------------------ Kafka
@@ -761,6 +809,46 @@ std::string WalrelayProcess::stderr_text() const {
 
 std::string WalrelayProcess::logs() const {
   return "stdout:\n" + stdout_text() + "stderr:\n" + stderr_text();
+}
+
+// ------------------------------------------------------------------------------ services
+
+std::string services_state_dir() {
+  const char* v = std::getenv("WALRELAY_TEST_STATE_DIR");
+  return v != nullptr ? std::string(v) : std::string();
+}
+
+int run_service_script(const std::string& script, const std::string& args) {
+  const std::string cmd = std::string("bash ") + WALRELAY_SERVICES_DIR + "/" + script + " " +
+                          services_state_dir() + (args.empty() ? "" : " " + args) + " 2>&1";
+  std::cout << "[services] $ " << cmd << std::endl;
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+KafkaOutage::~KafkaOutage() {
+  if (stopped_) (void)run_service_script("kafka-ctl.sh", "start");
+}
+
+int KafkaOutage::stop() {
+  stopped_ = true;
+  return run_service_script("kafka-ctl.sh", "stop");
+}
+
+int KafkaOutage::start() {
+  const int rc = run_service_script("kafka-ctl.sh", "start");
+  if (rc == 0) stopped_ = false;
+  return rc;
+}
+
+std::optional<long> proc_status_kb(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with(field + ":"))
+      return std::strtol(line.c_str() + field.size() + 1, nullptr, 10);
+  }
+  return std::nullopt;
 }
 
 // ------------------------------------------------------------------------------- fixture

@@ -61,6 +61,9 @@ bool wait_until(const std::function<bool()>& predicate,
                 std::chrono::milliseconds timeout = kDefaultTimeout,
                 std::chrono::milliseconds poll = 50ms);
 
+/// How many times `what` occurs in `text` (e.g. a line in a log), overlapping ones included.
+std::size_t count_occurrences(const std::string& text, const std::string& what);
+
 // --------------------------------------------------------------------------------------- Pg
 
 /// libpq error (connection or statement), with the SQL that failed.
@@ -115,6 +118,33 @@ bool wait_slot_inactive(Pg& pg, const std::string& slot,
                         std::chrono::milliseconds timeout = kDefaultTimeout);
 /// Drops the slot if it exists, waiting for it to become inactive first. Never throws.
 void drop_slot_quietly(Pg& pg, const std::string& slot);
+
+/// `a` > `b` as LSNs (`X/Y` text), compared by the server.
+bool lsn_after(Pg& pg, const std::string& a, const std::string& b);
+/// Waits until the slot's confirmed_flush_lsn is past `lsn` (lsn_after); `confirmed` is left at
+/// the last value read ("0/0" while the slot has none).
+bool wait_confirmed_past(Pg& pg, const std::string& slot, const std::string& lsn,
+                         std::string& confirmed,
+                         std::chrono::milliseconds timeout = kDefaultTimeout);
+
+// ------------------------------------------------------------------------------ lock waits
+// A test that makes walrelay's session wait on the server (a lock another session holds) checks
+// in pg_stat_activity that it waits before it asserts. While pg_catalog.pg_namespace is locked,
+// every session the test uses must have resolved its names before (a name lookup that misses the
+// session's cache reads pg_namespace and would wait too): hence warm_up_slot_queries.
+
+/// SQL giving, as text, how many sessions named `application_name` (cut to 63 bytes, as the server
+/// keeps it) wait as `wait_condition` says (a condition on pg_stat_activity, e.g.
+/// "wait_event_type = 'Lock'" or "wait_event = 'SyncRep'").
+std::string waiting_sessions_sql(const std::string& application_name,
+                                 const std::string& wait_condition);
+/// Waits until `observer` counts exactly one session with `waiting_sql` (waiting_sessions_sql).
+bool wait_for_waiting_session(Pg& observer, const std::string& waiting_sql,
+                              std::chrono::milliseconds timeout = kDefaultTimeout);
+/// Runs on `pg` once each query lsn_after and slot_state send, so that it has resolved their names.
+void warm_up_slot_queries(Pg& pg, const std::string& slot);
+/// BEGIN and LOCK TABLE `table` IN ACCESS EXCLUSIVE MODE on `locker`: held until it commits.
+void hold_exclusive_lock(Pg& locker, const std::string& table);
 
 // ------------------------------------------------------------------------------------ Kafka
 
@@ -293,6 +323,39 @@ class WalrelayProcess {
   pid_t pid_ = -1;
   std::optional<int> last_exit_;
 };
+
+// ------------------------------------------------------------------------------ services
+// The shared services of tests/services/start.sh, restarted by the suites that run alone
+// (RUN_SERIAL). The service scripts find the services through WALRELAY_TEST_STATE_DIR, which
+// start.sh writes into its env file.
+
+/// WALRELAY_TEST_STATE_DIR (start.sh's STATE_DIR), or "" when unset.
+std::string services_state_dir();
+/// Runs tests/services/<script> STATE_DIR [args] (e.g. pg-restart.sh; kafka-ctl.sh stop), echoing
+/// the command line to stdout; returns the shell's exit status (128 when it did not exit).
+int run_service_script(const std::string& script, const std::string& args = "");
+
+/// A broker outage: stop() stops the shared Kafka (kafka-ctl.sh stop), start() starts it again.
+/// Whatever happens in between (a failed assertion returns early), the broker runs again when the
+/// object goes: the destructor starts it if it is still stopped.
+class KafkaOutage {
+ public:
+  KafkaOutage() = default;
+  ~KafkaOutage();
+  KafkaOutage(const KafkaOutage&) = delete;
+  KafkaOutage& operator=(const KafkaOutage&) = delete;
+
+  /// kafka-ctl.sh stop; its exit status. From the call on, the broker counts as stopped.
+  int stop();
+  /// kafka-ctl.sh start; its exit status. The broker counts as stopped until this succeeds.
+  int start();
+
+ private:
+  bool stopped_ = false;
+};
+
+/// A `VmXxx:` figure of /proc/<pid>/status in kB (e.g. VmRSS, VmHWM), nullopt if it cannot be read.
+std::optional<long> proc_status_kb(pid_t pid, const std::string& field);
 
 // ------------------------------------------------------------------------------- fixture
 

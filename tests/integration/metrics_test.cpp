@@ -89,6 +89,64 @@ TEST_F(MetricsTest, TheReadmeTableListsEveryMetricServedWithItsType) {
   ASSERT_TRUE(stop_gracefully(proc, name_));
 }
 
+// Issue "Snapshots", "Progress and speed": while an incremental snapshot reads a table, /metrics
+// serves the progress line's figures (rows so far, pg_class.reltuples, rows/s); once it is done,
+// no snapshot series is left.
+TEST_F(MetricsTest, ARunningIncrementalSnapshotServesItsProgressFigures) {
+  constexpr int kRows = 5000;
+  pg_->exec("CREATE TABLE " + table("big") + " (id int PRIMARY KEY, v text)");
+  pg_->exec("INSERT INTO " + table("big") + " SELECT g, 'row ' || g FROM generate_series(1, " +
+            std::to_string(kRows) + ") g");
+  pg_->exec("ANALYZE " + table("big"));
+  auto cfg = make_config({{table("big")}});
+  cfg.snapshot_lines = "  chunk_size: 10\n";  // 500 chunks: long enough to be seen running
+  cfg.progress_interval = "100ms";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
+  pg_->exec("SELECT pg_logical_emit_message(true, 'walrelay-signal', " +
+            sql_literal("{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
+                        table("big") + "\"],\"type\":\"incremental\"}}") +
+            ")");
+  const std::string labels = "{snapshot=\"incremental\",table=\"" + table("big") + "\"}";
+  bool partway = false;
+  bool rate = false;
+  std::string estimate;
+  std::string text;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        text = http_get(*port, "/metrics").body;
+        if (auto rows = sample(text, "walrelay_snapshot_table_rows" + labels)) {
+          const long n = std::stol(*rows);
+          partway = partway || (n > 0 && n < kRows);
+        }
+        if (auto e = sample(text, "walrelay_snapshot_table_rows_estimated" + labels);
+            e && *e != "0") {
+          estimate = *e;
+        }
+        if (auto r = sample(text, "walrelay_snapshot_rows_per_second{snapshot=\"incremental\"}")) {
+          rate = rate || std::stod(*r) > 0;
+        }
+        return partway && rate && !estimate.empty();
+      },
+      60s))
+      << "partway " << partway << ", rate " << rate << ", estimate '" << estimate << "'\n"
+      << text << proc.logs();
+  EXPECT_EQ(estimate, std::to_string(kRows));  // ANALYZE counted every row
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("big") + " done", 120s))
+      << proc.logs();
+  EXPECT_TRUE(proc.wait_for_log("rows/s, ETA", 5s)) << proc.logs();  // the progress line's figures
+  EXPECT_TRUE(wait_until(
+      [&] {
+        text = http_get(*port, "/metrics").body;
+        return !sample(text, "walrelay_snapshot_table_rows" + labels);
+      },
+      30s))
+      << text;
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+}
+
 TEST_F(MetricsTest, CountersMatchKafkaAndHealthFollowsTheSlot) {
   pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY, v text)");
   const auto cfg = make_config({{table("t")}});

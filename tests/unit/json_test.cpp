@@ -34,6 +34,25 @@ TEST(Json, RoundTrip) {
   EXPECT_EQ(back, text);
 }
 
+TEST(Json, UnescapeAppendsToWhatIsThereAndKeepsEveryByte) {
+  // Every byte value, escapes at both ends, runs of every length between them, and \u escapes of
+  // 1-, 2-, 3- and 4-byte characters, appended after existing text.
+  std::string text;
+  for (int c = 0; c < 256; ++c) text += std::string(static_cast<std::size_t>(c % 7), 'x') + char(c);
+  text += "\"\\";
+  std::string token;
+  json::append_string(token, text);
+  std::string back = "prefix:";
+  ASSERT_TRUE(json::unescape_string(token, back));
+  EXPECT_EQ(back, "prefix:" + text);
+  back = "p";
+  ASSERT_TRUE(json::unescape_string(R"("\u0041\u00e9\u20ac\ud83d\ude00\"")", back));
+  EXPECT_EQ(back, "pA\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\"");
+  back = "p";
+  ASSERT_TRUE(json::unescape_string(R"("")", back));
+  EXPECT_EQ(back, "p");
+}
+
 TEST(Json, EscapesCharactersOutsideTheBmpAsJacksonDoes) {
   // U+1F600 (F0 9F 98 80) is the surrogate pair D83D DE00; U+10348 (F0 90 8D 88) is D800 DF48.
   std::string s = "{\"k\":\"\xC3\xA9\xF0\x9F\x98\x80 \xF0\x90\x8D\x88\"}";

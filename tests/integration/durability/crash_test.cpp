@@ -87,43 +87,6 @@ Lsn confirmed_lsn(Pg& pg, const std::string& slot) {
   return parse_lsn(*s->confirmed_flush_lsn);
 }
 
-/// The walrelay child process of this test process (the harness keeps the pid private), found
-/// through /proc: the newest process whose parent is us and whose command is `walrelay`.
-std::optional<pid_t> walrelay_child_pid() {
-  std::optional<pid_t> found;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string stat;
-    if (!std::getline(in, stat)) continue;
-    const auto open = stat.find('(');
-    const auto close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;
-    const std::string comm = stat.substr(open + 1, close - open - 1);
-    std::istringstream rest(stat.substr(close + 2));
-    char state = 0;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (comm == "walrelay" && ppid == ::getpid()) {
-      const pid_t pid = std::stoi(name);
-      if (!found || pid > *found) found = pid;
-    }
-  }
-  return found;
-}
-
-/// A `VmXxx:` figure of /proc/<pid>/status in kB, nullopt if it cannot be read.
-std::optional<long> proc_status_kb(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with(field + ":"))
-      return std::strtol(line.c_str() + field.size() + 1, nullptr, 10);
-  }
-  return std::nullopt;
-}
-
 // ------------------------------------------------------------------------------ record ids
 
 /// Commit LSN and position of a row-change id `<commit LSN>:<n>`.
@@ -900,8 +863,8 @@ TEST_F(DurabilityTest, HugeTransactionIsDeliveredWholeWithBoundedMemory) {
   yaml.insert(at + 1, "  max_in_flight_events: 20000\n  max_in_flight_bytes: 16MiB\n");
   WalrelayProcess proc(yaml, "walrelay (huge transaction)");
   start_streaming(proc, name_);
-  const auto pid = walrelay_child_pid();
-  ASSERT_TRUE(pid.has_value()) << "cannot find the walrelay process in /proc";
+  const pid_t pid = proc.pid();
+  ASSERT_GT(pid, 0) << "walrelay is not running";
 
   const Lsn before_txn = parse_lsn(pg_->value("SELECT pg_current_wal_lsn()::text"));
   const auto t0 = Clock::now();
@@ -932,7 +895,7 @@ TEST_F(DurabilityTest, HugeTransactionIsDeliveredWholeWithBoundedMemory) {
     delivered = parts == 0 ? 0 : consumer.high_watermarks(t, parts);
     if (delivered > 0 && first_record_s < 0) first_record_s = seconds_since(t0);
     samples.push_back({confirmed, delivered});
-    max_rss_kb = std::max(max_rss_kb, proc_status_kb(*pid, "VmRSS").value_or(0));
+    max_rss_kb = std::max(max_rss_kb, proc_status_kb(pid, "VmRSS").value_or(0));
     if (delivered >= rows) break;
     std::this_thread::sleep_for(250ms);
   }
@@ -955,8 +918,8 @@ TEST_F(DurabilityTest, HugeTransactionIsDeliveredWholeWithBoundedMemory) {
       },
       30s, 200ms);
   const double confirmed_s = seconds_since(t0);
-  const long hwm_kb = proc_status_kb(*pid, "VmHWM").value_or(-1);
-  max_rss_kb = std::max(max_rss_kb, proc_status_kb(*pid, "VmRSS").value_or(0));
+  const long hwm_kb = proc_status_kb(pid, "VmHWM").value_or(-1);
+  max_rss_kb = std::max(max_rss_kb, proc_status_kb(pid, "VmRSS").value_or(0));
   ASSERT_TRUE(stop_gracefully(proc, name_));
 
   std::size_t early_confirms = 0;
@@ -992,7 +955,7 @@ TEST_F(DurabilityTest, HugeTransactionIsDeliveredWholeWithBoundedMemory) {
       << "the slot confirmed the transaction before all of it was in Kafka";
   EXPECT_TRUE(moved) << "confirmed_flush_lsn " << confirmed_after.to_string()
                      << " did not move past the commit " << commit.to_string();
-  ASSERT_GT(hwm_kb, 0) << "cannot read VmHWM of pid " << *pid;
+  ASSERT_GT(hwm_kb, 0) << "cannot read VmHWM of pid " << pid;
   EXPECT_LT(hwm_kb, rss_bound_mb * 1024) << "walrelay's peak RSS";
 }
 

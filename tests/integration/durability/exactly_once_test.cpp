@@ -4,7 +4,9 @@
 //   - a zombie: the holder is SIGSTOPped, a standby takes over and publishes, the old one is
 //     SIGCONTed: it is fenced (KIP-98) and exits with code 8,
 //   - a PostgreSQL transaction larger than exactly_once.max_transaction_events, SIGKILLed after
-//     part of it was committed to Kafka and resumed from the position inside it.
+//     part of it was committed to Kafka and resumed from the position inside it,
+//   - SIGKILLs during an initial snapshot, the incremental snapshot that finishes it and a
+//     signalled incremental snapshot (the snapshot progress travels in the position record).
 // In each, a read_committed consumer (librdkafka's default isolation.level, which the harness
 // keeps) sees every committed row exactly once and nothing else.
 //
@@ -24,6 +26,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -38,52 +41,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string services_state_dir() {
-  const char* v = std::getenv("WALRELAY_TEST_STATE_DIR");
-  return v != nullptr ? std::string(v) : std::string();
-}
-
-int run_service_script(const std::string& script, const std::string& args) {
-  const std::string cmd = std::string("bash ") + WALRELAY_SERVICES_DIR + "/" + script + " " +
-                          services_state_dir() + " " + args + " 2>&1";
-  std::cout << "[eos] $ " << cmd << std::endl;
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
-
-/// The pid of the walrelay child started with `config_path` (0 when not found).
-pid_t walrelay_pid(const std::filesystem::path& config_path) {
-  const pid_t self = ::getpid();
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(e.path() / "stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    char state = 0;
-    long ppid = 0;
-    rest >> state >> ppid;
-    if (ppid != self) continue;
-    std::ifstream cmd(e.path() / "cmdline", std::ios::binary);
-    const std::string cmdline((std::istreambuf_iterator<char>(cmd)), {});
-    if (cmdline.find(config_path.string()) != std::string::npos) return std::stoi(name);
-  }
-  return 0;
-}
-
 Lsn confirmed(Pg& pg, const std::string& slot) {
   const auto s = slot_state(pg, slot);
   if (!s || !s->confirmed_flush_lsn) return Lsn{};
   return Lsn::parse(*s->confirmed_flush_lsn).value_or(Lsn{});
-}
-
-std::size_t count_of(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
 }
 
 /// One-row transactions into `table` (id bigint primary key), ids 1, 2, ... from one connection.
@@ -166,6 +127,19 @@ class ExactlyOnceTest : public IntegrationTest {
            proc.running();
   }
 
+  /// Starts `standby` (same configuration as the holder, whose process is `holder_pid`), waits
+  /// until it stands by, then pauses the holder (SIGSTOP) and ends its walsender (as
+  /// wal_sender_timeout would, only sooner): the standby takes the slot and streams.
+  void hand_slot_to_standby(pid_t holder_pid, WalrelayProcess& standby) {
+    standby.start();
+    ASSERT_TRUE(standby.wait_for_log("waiting as a hot standby")) << standby.logs();
+    ASSERT_EQ(::kill(holder_pid, SIGSTOP), 0);
+    pg_->exec(
+        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = " +
+        sql_literal(name_));
+    ASSERT_TRUE(standby.wait_for_log(" info streaming: ", 30s)) << standby.logs();
+  }
+
   /// Every row of the table is in the topic exactly once (by id header and by key), nothing else.
   void expect_exactly_once(const std::string& what) {
     const long rows = std::stol(pg_->value("SELECT count(*) FROM " + table("t")));
@@ -197,19 +171,11 @@ TEST_F(ExactlyOnceTest, BrokerRestartMidStreamStaysExactlyOnce) {
   ASSERT_TRUE(writer.wait_more(300));
   ASSERT_GE(kafka_->read_at_least({topic("t")}, 100, 60s).size(), 100u) << proc.logs();
 
-  bool stopped = false;
-  struct Restart {  // whatever happens, the broker runs again at the end
-    bool& stopped;
-    ~Restart() {
-      if (stopped) run_service_script("kafka-ctl.sh", "start");
-    }
-  } guard{stopped};
-  stopped = true;
-  ASSERT_EQ(run_service_script("kafka-ctl.sh", "stop"), 0);
+  KafkaOutage kafka_outage;  // whatever happens, the broker runs again at the end
+  ASSERT_EQ(kafka_outage.stop(), 0);
   ASSERT_TRUE(writer.wait_more(300));
   std::this_thread::sleep_for(3s);
-  ASSERT_EQ(run_service_script("kafka-ctl.sh", "start"), 0);
-  stopped = false;
+  ASSERT_EQ(kafka_outage.start(), 0);
   ASSERT_TRUE(writer.wait_more(300));
   writer.stop();
   EXPECT_TRUE(caught_up(proc, 180s)) << proc.logs();
@@ -222,20 +188,13 @@ TEST_F(ExactlyOnceTest, AWokenZombieHolderIsFencedOrStandsByAndPublishesNothing)
   const std::string yaml = config("2s");
   WalrelayProcess a(yaml, "walrelay-A");
   start_streaming(a, name_);
-  const pid_t a_pid = walrelay_pid(a.config_path());
+  const pid_t a_pid = a.pid();
   ASSERT_GT(a_pid, 0);
   Writer writer(env_.pg_conninfo, table("t"));
   writer.start();
   ASSERT_TRUE(writer.wait_more(200));
   WalrelayProcess b(yaml, "walrelay-B");
-  b.start();
-  ASSERT_TRUE(b.wait_for_log("waiting as a hot standby")) << b.logs();
-
-  ASSERT_EQ(::kill(a_pid, SIGSTOP), 0);
-  // The paused holder's walsender goes (as wal_sender_timeout would end it, only sooner).
-  pg_->exec("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = " +
-            sql_literal(name_));
-  ASSERT_TRUE(b.wait_for_log(" info streaming: ", 30s)) << b.logs();
+  ASSERT_NO_FATAL_FAILURE(hand_slot_to_standby(a_pid, b));
   ASSERT_TRUE(writer.wait_more(200));
   ASSERT_GE(
       kafka_->read_at_least({topic("t")}, static_cast<std::size_t>(writer.committed() / 2), 60s)
@@ -281,7 +240,7 @@ TEST_F(ExactlyOnceTest, StandbyTakeoverBothWaysKeepsPublishing) {
   const std::string yaml = config();
   WalrelayProcess a(yaml, "walrelay-A");
   start_streaming(a, name_);
-  const pid_t a_pid = walrelay_pid(a.config_path());
+  const pid_t a_pid = a.pid();
   ASSERT_GT(a_pid, 0);
   long next = 1;
   {
@@ -293,12 +252,7 @@ TEST_F(ExactlyOnceTest, StandbyTakeoverBothWaysKeepsPublishing) {
   }
   EXPECT_TRUE(caught_up(a)) << a.logs();  // idle: no Kafka transaction open
   WalrelayProcess b(yaml, "walrelay-B");
-  b.start();
-  ASSERT_TRUE(b.wait_for_log("waiting as a hot standby")) << b.logs();
-  ASSERT_EQ(::kill(a_pid, SIGSTOP), 0);
-  pg_->exec("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = " +
-            sql_literal(name_));
-  ASSERT_TRUE(b.wait_for_log(" info streaming: ", 30s)) << b.logs();
+  ASSERT_NO_FATAL_FAILURE(hand_slot_to_standby(a_pid, b));
   Writer writer(env_.pg_conninfo, table("t"), next);
   writer.start();
   ASSERT_TRUE(writer.wait_more(200));
@@ -307,7 +261,8 @@ TEST_F(ExactlyOnceTest, StandbyTakeoverBothWaysKeepsPublishing) {
   ASSERT_TRUE(writer.wait_more(200));
   EXPECT_TRUE(a.running()) << a.logs();
   b.kill();
-  ASSERT_TRUE(wait_until([&] { return count_of(a.stderr_text(), " info streaming: ") >= 2; }, 30s))
+  ASSERT_TRUE(
+      wait_until([&] { return count_occurrences(a.stderr_text(), " info streaming: ") >= 2; }, 30s))
       << a.logs();
   ASSERT_TRUE(writer.wait_more(300));
   writer.stop();
@@ -341,7 +296,7 @@ TEST_F(ExactlyOnceTest, TransactionLargerThanTheSplitBoundResumesInsideIt) {
   EXPECT_TRUE(caught_up(proc)) << proc.logs();
   ASSERT_TRUE(stop_gracefully(proc, name_));
   expect_exactly_once("split transaction");
-  EXPECT_GE(count_of(proc.stderr_text(), "its first"), 1u);
+  EXPECT_GE(count_occurrences(proc.stderr_text(), "its first"), 1u);
 }
 
 // Aborted Kafka transactions (injected: every 4th commit fails as abortable, the test hook
@@ -358,7 +313,7 @@ TEST_F(ExactlyOnceTest, AbortedKafkaTransactionsAreReplayedExactlyOnce) {
   writer.stop();
   EXPECT_TRUE(caught_up(proc)) << proc.logs();
   ASSERT_TRUE(stop_gracefully(proc, name_));
-  const std::size_t aborts = count_of(proc.stderr_text(), "injected abort");
+  const std::size_t aborts = count_occurrences(proc.stderr_text(), "injected abort");
   std::cout << "[eos] injected aborts: " << aborts << std::endl;
   EXPECT_GE(aborts, 3u) << proc.logs();
   expect_exactly_once("injected aborts");
@@ -425,6 +380,169 @@ TEST_F(ExactlyOnceTest, SnapshotRowsAreCommittedInKafkaTransactions) {
   EXPECT_TRUE(caught_up(proc)) << proc.logs();
   ASSERT_TRUE(stop_gracefully(proc, name_));
   expect_exactly_once("snapshot then stream");
+}
+
+// Snapshot rows (op r) are exactly once too: the position record carries the snapshot progress
+// in the same Kafka transaction as the rows. walrelay is SIGKILLed during the initial snapshot
+// (read from the slot's exported snapshot), several times while it finishes as an incremental
+// snapshot (the exported snapshot is gone), and twice during an incremental snapshot asked for by
+// a signal (whose replay must not start it over). New rows are inserted and updated meanwhile.
+// A read_committed consumer then sees each snapshot row once per snapshot, and replaying the topic
+// gives the table.
+TEST_F(ExactlyOnceTest, SnapshotRowsAreExactlyOnceAcrossSigkills) {
+  constexpr long kRows = 50'000;
+  constexpr long kSignalRows = 8'000;
+  constexpr long kNewIds = 1'000'000;  // the writer's rows
+  pg_->exec("INSERT INTO " + table("t") + " SELECT g, 1 FROM generate_series(1, " +
+            std::to_string(kRows) + ") g");
+  pg_->exec("CREATE TABLE " + table("s") + " (id bigint PRIMARY KEY, v int NOT NULL)");
+  pg_->exec("INSERT INTO " + table("s") + " SELECT g, 1 FROM generate_series(1, " +
+            std::to_string(kSignalRows) + ") g");
+  WalrelayConfig cfg = make_config({{table("t")}, {table("s")}});
+  cfg.snapshot_mode = "initial";
+  cfg.snapshot_lines = "  chunk_size: 500\n";
+  cfg.extra_yaml = "delivery: exactly_once\nexactly_once:\n  commit_interval: 200ms\n";
+  // Few snapshot rows in flight (about 1,500 per Kafka transaction): the initial snapshot takes
+  // some seconds, so the first kill comes in the middle of it.
+  std::string yaml = cfg.to_yaml();
+  const std::string anchor = "  bootstrap_servers: ";
+  yaml.insert(yaml.find('\n', yaml.find(anchor)) + 1, "  max_in_flight_events: 2000\n");
+  WalrelayProcess proc(yaml, "walrelay (exactly once, snapshot kills)");
+  const std::filesystem::path incremental_file =
+      std::filesystem::path(cfg.state_dir) / (cfg.slot + ".incremental");
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> pause_ms(300, 1200);
+  int kills = 0;
+  std::size_t sessions = 0;  // streaming sessions of the instances so far
+  // Waits until the running instance streams, kills it after a random pause and starts it again.
+  const auto kill_streaming = [&] {
+    ASSERT_TRUE(wait_until(
+        [&] { return count_occurrences(proc.stderr_text(), " info streaming: ") > sessions; }, 60s))
+        << proc.logs();
+    sessions = count_occurrences(proc.stderr_text(), " info streaming: ");
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
+    proc.kill();
+    ++kills;
+    proc.start();
+  };
+
+  proc.start();
+  ASSERT_GE(kafka_->read_at_least({topic("t")}, 2000, 60s).size(), 2000u) << proc.logs();
+  ASSERT_EQ(count_occurrences(proc.stderr_text(), "snapshot: complete"), 0u)
+      << "the initial snapshot ended before the kill\n"
+      << proc.logs();
+  proc.kill();
+  ++kills;
+  proc.start();
+  ASSERT_TRUE(proc.wait_for_log("finish as an incremental snapshot", 60s)) << proc.logs();
+
+  // New rows meanwhile: inserted, and each updated once a little later.
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    Pg pg(env_.pg_conninfo);
+    for (long id = kNewIds; !stop.load(); ++id) {
+      pg.exec("INSERT INTO " + table("t") + " VALUES (" + std::to_string(id) + ", 1)");
+      if (id - kNewIds >= 5) {
+        pg.exec("UPDATE " + table("t") + " SET v = v + 1 WHERE id = " + std::to_string(id - 5));
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  struct Join {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~Join() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } join{stop, writer};
+
+  for (int i = 0; i < 3; ++i) kill_streaming();
+  ASSERT_FALSE(HasFatalFailure());
+  const auto all_done = [&] {
+    std::ifstream in(incremental_file);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    return text.find("done: false") == std::string::npos &&
+           text.find("done: true") != std::string::npos;
+  };
+  ASSERT_TRUE(wait_until(all_done, 60s, 100ms)) << proc.logs();
+
+  // An incremental snapshot asked for by a signal, killed twice.
+  pg_->exec(
+      "SELECT pg_logical_emit_message(true, 'walrelay-signal', "
+      "'{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
+      table("s") + "\"],\"type\":\"incremental\"}}')");
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot of " + table("s") + " queued", 30s))
+      << proc.logs();
+  for (int i = 0; i < 2; ++i) kill_streaming();
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_TRUE(wait_until(all_done, 60s, 100ms)) << proc.logs();
+  stop = true;
+  writer.join();
+  EXPECT_TRUE(caught_up(proc)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  // Restarts that found the local progress behind Kafka's (killed between a commit and the save).
+  const std::size_t from_kafka =
+      count_occurrences(proc.stderr_text(), "resume where Kafka's last committed position says");
+  const std::size_t resumed =
+      count_occurrences(proc.stderr_text(), "incremental snapshot: resuming");
+  std::cout << "[eos] restarts taking the snapshot progress from Kafka: " << from_kafka
+            << ", incremental snapshot resumptions: " << resumed << std::endl;
+  EXPECT_GE(from_kafka, 1u) << proc.logs();
+  {
+    std::istringstream lines(proc.stderr_text());
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("resume where Kafka") != std::string::npos ||
+          line.find("incremental snapshot: resuming") != std::string::npos ||
+          line.find("Kafka has everything up to") != std::string::npos) {
+        std::cout << "[eos]   " << line << std::endl;
+      }
+    }
+  }
+
+  // Each snapshot row once per snapshot (t: one, s: two), and the replay is the table.
+  for (const auto& [name, snapshots] : {std::pair{std::string("t"), 1}, {std::string("s"), 2}}) {
+    auto records = kafka_->read_all({topic(name)}, 120s);
+    sort_by_partition_order(records);
+    std::map<std::string, int> reads;         // key → r events
+    std::map<std::string, std::string> last;  // key → last `after`
+    for (const auto& r : records) {
+      if (!r.key || !r.value) continue;
+      const std::string key = json_at(*r.key, "");
+      if (json_string_at(*r.value, "/op") == "r") ++reads[key];
+      last[key] = json_at(*r.value, "/after");
+    }
+    std::map<std::string, std::string> rows;
+    for (const auto& row : pg_->query("SELECT json_build_object('id', id)::text, "
+                                      "json_build_object('id', id, 'v', v)::text FROM " +
+                                      table(name))) {
+      rows[json_at(*row[0], "")] = json_at(*row[1], "");
+    }
+    std::size_t duplicated = 0;
+    std::size_t missing = 0;
+    std::size_t differ = 0;
+    for (const auto& [key, row] : rows) {
+      const long id = std::stol(json_at(key, "/id"));
+      const int n = reads.contains(key) ? reads.at(key) : 0;
+      // The writer's rows may be read by a chunk too (at most once per snapshot).
+      const int expected = id < kNewIds ? snapshots : std::min(n, snapshots);
+      if (n > expected && ++duplicated <= 5) ADD_FAILURE() << name << " " << key << ": " << n;
+      if (n < expected && ++missing <= 5) ADD_FAILURE() << name << " " << key << " read " << n;
+      if (!last.contains(key) || last.at(key) != row) {
+        if (++differ <= 5) {
+          ADD_FAILURE() << name << " " << key << ": topic "
+                        << (last.contains(key) ? last.at(key) : "<none>") << ", table " << row;
+        }
+      }
+    }
+    std::cout << "[eos] snapshot kills " << kills << ", table " << name << ": rows " << rows.size()
+              << ", records " << records.size() << ", keys read more than expected " << duplicated
+              << ", fewer " << missing << ", replay differs " << differ << std::endl;
+    EXPECT_EQ(duplicated, 0u) << name;
+    EXPECT_EQ(missing, 0u) << name;
+    EXPECT_EQ(differ, 0u) << name;
+    EXPECT_EQ(last.size(), rows.size()) << name;
+  }
 }
 
 }  // namespace

@@ -43,21 +43,6 @@ using Clock = std::chrono::steady_clock;
 
 // ------------------------------------------------------------------------------ helpers
 
-/// WALRELAY_TEST_STATE_DIR (start.sh's STATE_DIR), or "" when unset.
-std::string services_state_dir() {
-  const char* v = std::getenv("WALRELAY_TEST_STATE_DIR");
-  return v != nullptr ? std::string(v) : std::string();
-}
-
-/// Runs tests/services/<script> STATE_DIR args...; returns the shell's exit status.
-int run_service_script(const std::string& script, const std::string& args = "") {
-  const std::string cmd = std::string("bash ") + WALRELAY_SERVICES_DIR + "/" + script + " " +
-                          services_state_dir() + (args.empty() ? "" : " " + args) + " 2>&1";
-  std::cout << "[fault] $ " << cmd << std::endl;
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
-
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -120,45 +105,6 @@ Lsn max_commit_lsn(const std::vector<KafkaRecord>& records) {
     if (auto l = commit_lsn_of(r); l && *l > max) max = *l;
   }
   return max;
-}
-
-std::size_t count_occurrences(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
-}
-
-/// The walrelay child process of this test process running `config_path` (0 when not found).
-pid_t find_walrelay_pid(const std::filesystem::path& config_path) {
-  const pid_t self = ::getpid();
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(e.path() / "stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    char state = 0;
-    long ppid = 0;
-    rest >> state >> ppid;
-    if (ppid != self) continue;
-    std::ifstream cmd(e.path() / "cmdline", std::ios::binary);
-    const std::string cmdline((std::istreambuf_iterator<char>(cmd)), {});
-    if (cmdline.find(config_path.string()) != std::string::npos) return std::stoi(name);
-  }
-  return 0;
-}
-
-/// A `Vm...:` line of /proc/<pid>/status in kB (-1 when unreadable).
-long proc_status_kb(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with(field + ":")) return std::stol(line.substr(field.size() + 1));
-  }
-  return -1;
 }
 
 // ------------------------------------------------------------------------------- writer
@@ -835,7 +781,7 @@ TEST_F(FaultTest, KafkaOutageFreezesFlushAndLosesNothing) {
   start_streaming(proc, name_);
   const auto port = metrics_port(proc);
   ASSERT_TRUE(port) << proc.logs();
-  const pid_t pid = find_walrelay_pid(proc.config_path());
+  const pid_t pid = proc.pid();
   ASSERT_GT(pid, 0) << "walrelay's pid not found";
 
   // ~100 rows/s of ~8 kB: about 0.8 MB/s of event values, so a 30 s outage exceeds 16 MiB.
@@ -844,17 +790,9 @@ TEST_F(FaultTest, KafkaOutageFreezesFlushAndLosesNothing) {
   ASSERT_TRUE(writer.wait_more(100));
   ASSERT_GE(kafka_->read_at_least({topic("t")}, 100, 60s).size(), 100u) << proc.logs();
 
-  bool kafka_stopped = false;
-  struct RestartKafka {  // whatever happens, the broker runs again at the end
-    bool& stopped;
-    ~RestartKafka() {
-      if (stopped) run_service_script("kafka-ctl.sh", "start");
-    }
-  } restart_guard{kafka_stopped};
-
+  KafkaOutage kafka_outage;  // whatever happens, the broker runs again at the end
   const auto t_stop = Clock::now();
-  kafka_stopped = true;
-  ASSERT_EQ(run_service_script("kafka-ctl.sh", "stop"), 0);
+  ASSERT_EQ(kafka_outage.stop(), 0);
   const auto t_down = Clock::now();
   const long committed_at_stop = writer.committed();
   std::cout << "[fault] kafka stopped in " << std::chrono::duration<double>(t_down - t_stop).count()
@@ -890,13 +828,12 @@ TEST_F(FaultTest, KafkaOutageFreezesFlushAndLosesNothing) {
   // past the 3 s bound of a 30 s outage, and back near 0 once the broker returns (below).
   EXPECT_GT(max_lag_during, outage / 3.0) << "walrelay_lag_seconds did not rise in the outage";
   const long committed_in_outage = writer.committed() - committed_at_stop;
-  const long hwm_in_outage_kb = proc_status_kb(pid, "VmHWM");
+  const long hwm_in_outage_kb = proc_status_kb(pid, "VmHWM").value_or(-1);
   const std::string progress_during = proc.stderr_text();
   EXPECT_TRUE(proc.running()) << "walrelay exited during the broker outage\n" << proc.logs();
 
   const auto t_start = Clock::now();
-  ASSERT_EQ(run_service_script("kafka-ctl.sh", "start"), 0);
-  kafka_stopped = false;
+  ASSERT_EQ(kafka_outage.start(), 0);
   std::cout << "[fault] kafka started again in " << seconds_since(t_start) << " s" << std::endl;
   ASSERT_TRUE(writer.wait_more(100));
   writer.stop();
@@ -921,8 +858,8 @@ TEST_F(FaultTest, KafkaOutageFreezesFlushAndLosesNothing) {
       << "/ready did not come back after the broker returned: " << http_get(*port, "/ready").body;
   EXPECT_TRUE(wait_until([&] { return lag_seconds() >= 0 && lag_seconds() < outage / 3.0; }, 60s))
       << "walrelay_lag_seconds stayed at " << lag_seconds() << " after the broker returned";
-  const long hwm_kb = proc_status_kb(pid, "VmHWM");
-  const long rss_kb = proc_status_kb(pid, "VmRSS");
+  const long hwm_kb = proc_status_kb(pid, "VmHWM").value_or(-1);
+  const long rss_kb = proc_status_kb(pid, "VmRSS").value_or(-1);
   const std::string log = proc.stderr_text();
   std::cout << "[fault] walrelay memory: VmHWM " << hwm_kb / 1024 << " MiB (at the end of the "
             << "outage " << hwm_in_outage_kb / 1024 << " MiB), VmRSS now " << rss_kb / 1024

@@ -27,12 +27,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// `a` > `b` as LSNs (`X/Y` text), compared by the server.
-bool lsn_after(Pg& pg, const std::string& a, const std::string& b) {
-  return pg.value("SELECT (" + sql_literal(a) + "::pg_lsn > " + sql_literal(b) +
-                  "::pg_lsn)::text") == "true";
-}
-
 class IncrementalEventLoopTest : public IntegrationTest {
  protected:
   enum class Blocker { kTableLock, kCatalogLock, kWatermarkCommit };
@@ -65,15 +59,12 @@ void IncrementalEventLoopTest::a_waiting_chunk_does_not_hold_up_the_stream(Block
   writer.exec("SELECT pg_logical_emit_message(true, 'walrelay-test', 'warm-up')");
   const std::string waiter =
       blocker == Blocker::kCatalogLock ? "walrelay-catalog-" + name_ : "walrelay-snapshot-" + name_;
-  const std::string waiting =
-      "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = left(" +
-      sql_literal(waiter) + ", 63) AND " +
-      (blocker == Blocker::kWatermarkCommit ? "wait_event = 'SyncRep'"
-                                            : "wait_event_type = 'Lock'");
+  const std::string waiting = waiting_sessions_sql(waiter, blocker == Blocker::kWatermarkCommit
+                                                               ? "wait_event = 'SyncRep'"
+                                                               : "wait_event_type = 'Lock'");
   Pg observer(env_.pg_conninfo);
   ASSERT_EQ(observer.value(waiting), "0");
-  (void)lsn_after(*pg_, "0/1", "0/0");
-  (void)slot_state(*pg_, name_);
+  warm_up_slot_queries(*pg_, name_);
 
   Pg locker(env_.pg_conninfo);
   // Resets synchronous_standby_names however the test ends (the waiting commits then complete).
@@ -92,9 +83,7 @@ void IncrementalEventLoopTest::a_waiting_chunk_does_not_hold_up_the_stream(Block
     locker.exec("SELECT pg_reload_conf()");
     // The server applies it asynchronously: a probe commit waits (SyncRep) once it is in force.
     const std::string probe_name = "probe-" + name_;
-    const std::string probe_waits =
-        "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = left(" +
-        sql_literal(probe_name) + ", 63) AND wait_event = 'SyncRep'";
+    const std::string probe_waits = waiting_sessions_sql(probe_name, "wait_event = 'SyncRep'");
     ASSERT_TRUE(wait_until(
         [&] {
           std::atomic<bool> finished{false};
@@ -120,16 +109,14 @@ void IncrementalEventLoopTest::a_waiting_chunk_does_not_hold_up_the_stream(Block
         30s))
         << "synchronous_standby_names never took effect";
   } else {
-    locker.exec("BEGIN");
-    locker.exec(blocker == Blocker::kTableLock
-                    ? "LOCK TABLE " + table("locked") + " IN ACCESS EXCLUSIVE MODE"
-                    : std::string("LOCK TABLE pg_catalog.pg_namespace IN ACCESS EXCLUSIVE MODE"));
+    hold_exclusive_lock(
+        locker, blocker == Blocker::kTableLock ? table("locked") : "pg_catalog.pg_namespace");
   }
   writer.exec("SELECT pg_logical_emit_message(true, 'walrelay-signal', " +
               sql_literal("{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
                           table("locked") + "\"],\"type\":\"incremental\"}}") +
               ")");
-  ASSERT_TRUE(wait_until([&] { return observer.value(waiting) == "1"; }, 30s))
+  ASSERT_TRUE(wait_for_waiting_session(observer, waiting, 30s))
       << "walrelay's " << waiter << " session never waited\n"
       << proc.logs();
 
@@ -140,13 +127,7 @@ void IncrementalEventLoopTest::a_waiting_chunk_does_not_hold_up_the_stream(Block
   auto other = kafka_->read_at_least({topic("other")}, 21, 30s);
   EXPECT_EQ(other.size(), 21u) << describe(other) << proc.logs();
   std::string confirmed;
-  EXPECT_TRUE(wait_until(
-      [&] {
-        auto s = slot_state(*pg_, name_);
-        confirmed = s && s->confirmed_flush_lsn ? *s->confirmed_flush_lsn : "0/0";
-        return lsn_after(*pg_, confirmed, before);
-      },
-      30s))
+  EXPECT_TRUE(wait_confirmed_past(*pg_, name_, before, confirmed, 30s))
       << "confirmed_flush_lsn " << confirmed << " did not move past " << before
       << " while the chunk waited\n"
       << proc.logs();

@@ -985,16 +985,25 @@ TEST_F(SnapshotTest, ASignalsGlobNamesEveryCapturedTableItMatches) {
 
 // Watermarks are database-wide logical messages: every walrelay on the database (one per slot)
 // sees the others'. Another connector's watermark must never be taken for this one's, even when
-// its process has the same pid (containers run walrelay as pid 1) and the same chunk count: here
-// a foreign low watermark with this process's pid and first chunk number arrives in the window of
-// that chunk, after a change the chunk's SELECT did not see. Taken for its own, it reopened the
-// window and forgot the change, and the chunk's older row was published after it (a stale state).
+// its process has the same pid (containers run walrelay as pid 1) and started in the same
+// millisecond: here such a connector's low watermark (this chunk's id, read from a test_decoding
+// slot, with this slot's name swapped for another's) arrives in the chunk's window, after a
+// change the chunk's SELECT did not see. Taken for this one's, it reopened the window and forgot
+// the change, and the chunk's older row was published after it (a stale state).
 TEST_F(SnapshotTest, AnotherConnectorsWatermarkIsNeverTakenForThisOnes) {
   create_rows_table("items", 3);
   auto cfg = make_config({{table("items")}});
   cfg.extra_yaml = "heartbeat:\n  enabled: false\n";
   WalrelayProcess proc(cfg.to_yaml());
   start_streaming(proc, name_);
+  const std::string peek = name_.substr(0, 50) + "_peek";
+  pg_->exec("SELECT pg_create_logical_replication_slot(" + sql_literal(peek) +
+            ", 'test_decoding')");
+  struct DropSlot {
+    Pg& pg;
+    std::string slot;
+    ~DropSlot() { drop_slot_quietly(pg, slot); }
+  } drop_peek{*pg_, peek};
   pg_->exec("UPDATE " + table("items") + " SET v = v WHERE id = 1");  // the shape is cached now
   ASSERT_EQ(kafka_->read_at_least({topic("items")}, 1).size(), 1u) << proc.logs();
   Pg locker(env_.pg_conninfo);
@@ -1014,9 +1023,16 @@ TEST_F(SnapshotTest, AnotherConnectorsWatermarkIsNeverTakenForThisOnes) {
       },
       30s))
       << proc.logs();
+  const auto low = pg_->scalar(
+      "SELECT substring(data FROM 'content:low:(.*)$') FROM pg_logical_slot_peek_changes(" +
+      sql_literal(peek) + ", NULL, NULL) WHERE data LIKE '%prefix: walrelay-watermark%' LIMIT 1");
+  ASSERT_TRUE(low.has_value()) << proc.logs();
+  std::string foreign = *low;  // the same id of a connector of another slot
+  if (foreign.rfind(name_ + "-", 0) == 0)
+    foreign = "other_slot-" + foreign.substr(name_.size() + 1);
   locker.exec("UPDATE " + table("items") + " SET v = 12345, t = 'newer' WHERE id = 2");
   locker.exec("SELECT pg_logical_emit_message(true, 'walrelay-watermark', " +
-              sql_literal("low:" + std::to_string(proc.pid()) + "-1") + ")");
+              sql_literal("low:" + foreign) + ")");
   locker.exec("COMMIT");
   ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("items") + " done"))
       << proc.logs();

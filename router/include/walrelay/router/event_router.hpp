@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -175,9 +176,11 @@ class EventRouter {
   [[nodiscard]] bool shape_refresh_due(const decoder::Change& c, const Rule& rule) const;
   std::expected<void, MappingError> route_outbox_row(const decoder::Change& c, const Rule& rule);
   std::expected<void, MappingError> route_message(const decoder::Change& c);
+  /// Names what is being mapped in an error ("outbox table public.outbox"); called only for one.
+  using ErrorContext = std::function<std::string()>;
   std::expected<void, MappingError> emit_outbox(const config::OutboxConfig& ob,
                                                 const std::vector<decoder::Column>& cols,
-                                                const std::string& where);
+                                                const ErrorContext& where);
 
   Slot& next_slot();
   /// Marks the open transaction as one pgoutput would send (a captured table's change or a
