@@ -545,5 +545,74 @@ TEST_F(ExactlyOnceTest, SnapshotRowsAreExactlyOnceAcrossSigkills) {
   }
 }
 
+// The positions topic outlives the slot: a slot dropped while an incremental snapshot ran, and the
+// local state started afresh, must not hand the old snapshot's progress (the position record's
+// `incremental`, same connector and slot name) to the new slot, whose initial snapshot already
+// reads every row: the new slot's rows are each read once.
+TEST_F(ExactlyOnceTest, ADroppedSlotsIncrementalProgressIsNotResumedByItsSuccessor) {
+  constexpr long kRows = 6'000;
+  pg_->exec("INSERT INTO " + table("t") + " SELECT g, 1 FROM generate_series(1, " +
+            std::to_string(kRows) + ") g");
+  WalrelayConfig cfg = make_config({{table("t")}});
+  cfg.snapshot_mode = "initial";
+  cfg.snapshot_lines = "  chunk_size: 20\n";
+  cfg.extra_yaml = "delivery: exactly_once\n";
+  WalrelayProcess proc(cfg.to_yaml(), "walrelay (exactly once, dropped slot)");
+  start_streaming(proc, name_);
+  pg_->exec(
+      "SELECT pg_logical_emit_message(true, 'walrelay-signal', "
+      "'{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
+      table("t") + "\"],\"type\":\"incremental\"}}')");
+  // Killed once Kafka holds part of the incremental snapshot.
+  const std::string positions = name_ + ".walrelay.positions";
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto recs = kafka_->read_all({positions}, 30s);
+        return !recs.empty() && recs.back().value &&
+               recs.back().value->find("\"done\":false,\"rows\":") != std::string::npos &&
+               recs.back().value->find("\"rows\":0,") == std::string::npos;
+      },
+      60s, 50ms))
+      << proc.logs();
+  proc.kill();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        try {
+          pg_->exec("SELECT pg_drop_replication_slot(" + sql_literal(cfg.slot) + ")");
+          return true;
+        } catch (const PgError&) {
+          return false;  // its walsender is still going away
+        }
+      },
+      30s));
+  for (const char* suffix : {".state", ".snapshot", ".incremental"}) {
+    std::filesystem::remove(std::filesystem::path(cfg.state_dir) / (cfg.slot + suffix));
+  }
+
+  // The new slot's records (source.lsn of its snapshot rows: its consistent point and later).
+  const Lsn new_slot = Lsn::parse(pg_->value("SELECT pg_current_wal_lsn()::text")).value_or(Lsn{});
+  proc.start();
+  ASSERT_TRUE(proc.wait_for_log("snapshot: complete", 60s)) << proc.logs();
+  ASSERT_TRUE(proc.wait_for_log(" info streaming: ", 60s)) << proc.logs();
+  std::this_thread::sleep_for(2s);  // a stale incremental snapshot would run now
+  EXPECT_TRUE(caught_up(proc)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  std::map<std::string, int> reads;
+  for (const auto& r : kafka_->read_all({topic("t")}, 60s)) {
+    if (r.value && json_string_at(*r.value, "/op") == "r" &&
+        std::stoull(json_at(*r.value, "/source/lsn")) >= new_slot.value()) {
+      ++reads[r.key.value_or("<null>")];
+    }
+  }
+  std::size_t twice = 0;
+  for (const auto& [key, n] : reads) twice += n > 1 ? 1 : 0;
+  std::cout << "[eos] new slot: keys read " << reads.size() << ", more than once " << twice
+            << std::endl;
+  EXPECT_EQ(static_cast<long>(reads.size()), kRows);
+  EXPECT_EQ(twice, 0u) << proc.logs();
+  EXPECT_EQ(count_occurrences(proc.stderr_text(), "incremental snapshot: resuming"), 0u)
+      << proc.logs();
+}
+
 }  // namespace
 }  // namespace walrelay::itest
