@@ -29,7 +29,26 @@ bool Connector::begin_snapshot_progress(const std::string& slot) {
   }
   snapshot_progress_ = std::move(p);
   exported_snapshot_.clear();
-  return save_snapshot_progress();
+  if (!save_snapshot_progress()) return false;
+  if (cfg_.snapshot.mode != "initial") return true;  // initial_only: the slot's queue stays
+  // A new slot, whose snapshot reads every table: the incremental snapshots queued for an older
+  // slot of this name (dropped, e.g. with source.allow_slot_reset) are not this slot's.
+  const snapshot::SnapshotProgressStore incremental(progress_dir(cfg_), slot, ".incremental");
+  auto loaded = incremental.load();
+  if (loaded && !*loaded) return true;
+  if (loaded && (*loaded)->slot == slot && !(*loaded)->tables.empty()) {
+    spdlog::warn(
+        "snapshot: the incremental snapshot progress in {} is of an older slot {} (the new "
+        "slot's snapshot reads every table): discarded",
+        incremental.path(), slot);
+  }
+  snapshot::SnapshotProgress empty;
+  empty.slot = slot;
+  if (auto saved = incremental.save(empty); !saved) {
+    reason_ = "cannot save the incremental snapshot progress: " + saved.error();
+    return false;
+  }
+  return true;
 }
 
 bool Connector::save_snapshot_progress() {
@@ -113,8 +132,24 @@ bool Connector::reconcile_snapshot_progress(const sink::StreamPosition& position
         changed.empty() ? "" : changed.front());
     return true;
   };
-  return take(position.snapshot, ".snapshot", true) &&
-         take(position.incremental, ".incremental", false);
+  if (!take(position.snapshot, ".snapshot", true)) return false;
+  if (position.incremental && position.incremental->slot == slot) {
+    // The incremental progress names no consistent point, but its record's position is of the
+    // stream of the slot that wrote it: a position before this slot's consistent point (the
+    // snapshot progress walrelay saves when it creates the slot; 0/0: being created) is of an
+    // older slot of this name (dropped, created again), whose queue is not this slot's.
+    const snapshot::SnapshotProgressStore initial(progress_dir(cfg_), slot);
+    if (auto loaded = initial.load(); loaded && *loaded && (*loaded)->slot == slot &&
+                                      ((*loaded)->lsn.is_zero() || position.lsn < (*loaded)->lsn)) {
+      spdlog::warn(
+          "the incremental snapshot progress in {} is of a position ({}) before slot {}'s "
+          "consistent point {} ({}): it is of an older slot of that name, ignored",
+          positions_topic_, position.lsn.to_string(), slot, (*loaded)->lsn.to_string(),
+          initial.path());
+      return true;
+    }
+  }
+  return take(position.incremental, ".incremental", false);
 }
 
 bool Connector::hand_over_to_incremental(const std::vector<snapshot::TableProgress>& tables) {

@@ -41,10 +41,22 @@ IncrementalSnapshot::IncrementalSnapshot(asio::any_io_executor executor, Setting
       read_shape_(std::move(read_shape)),
       retry_timer_(executor_) {
   for (const auto& t : progress_.tables) {
-    if (!t.done) {
-      spdlog::info("incremental snapshot: resuming {}.{} after {} rows", t.schema, t.table, t.rows);
+    if (t.done) continue;
+    if (!captured(t)) {
+      // Taken out of `tables` since it was queued: its rows would not be published, yet it would
+      // count as read. It stays queued (also in the position record) and resumes when put back.
+      spdlog::warn(
+          "incremental snapshot: {}.{} is no longer captured: not read now; put back in `tables`, "
+          "it resumes after {} rows",
+          t.schema, t.table, t.rows);
+      continue;
     }
+    spdlog::info("incremental snapshot: resuming {}.{} after {} rows", t.schema, t.table, t.rows);
   }
+}
+
+bool IncrementalSnapshot::captured(const TableProgress& t) const {
+  return router_.role_of(t.schema, t.table) == router::TableRole::kRowChange;
 }
 
 IncrementalSnapshot::~IncrementalSnapshot() {
@@ -122,7 +134,7 @@ SnapshotFigures IncrementalSnapshot::figures() const {
 
 std::optional<std::size_t> IncrementalSnapshot::next_table() const {
   for (std::size_t i = 0; i < progress_.tables.size(); ++i) {
-    if (!progress_.tables[i].done) return i;
+    if (!progress_.tables[i].done && captured(progress_.tables[i])) return i;
   }
   return std::nullopt;
 }

@@ -166,7 +166,10 @@ class IncrementalSnapshot {
   /// The chunk connection (created, connecting lazily, when there is none); nullptr (retrying
   /// later) when the conninfo cannot be parsed.
   AsyncPgConnection* connection();
+  /// The first unfinished table that is still captured as a row-change table (one taken out of
+  /// `tables` since it was queued stays queued, unread).
   std::optional<std::size_t> next_table() const;
+  [[nodiscard]] bool captured(const TableProgress& t) const;
 
   boost::asio::any_io_executor executor_;
   Settings settings_;
