@@ -254,6 +254,9 @@ class Connector {
   std::string exported_snapshot_;  // empty: resume at current state
   std::unique_ptr<snapshot::Snapshotter> snapshotter_;
   std::unique_ptr<snapshot::SnapshotProgressStore> incremental_store_;
+  /// delivery exactly_once, before start_incremental: the incremental queue as saved locally
+  /// (tables the initial snapshot handed over), carried in each position record meanwhile.
+  std::optional<snapshot::SnapshotProgress> queued_incremental_;
   std::unique_ptr<snapshot::IncrementalSnapshot> incremental_;
 
   // Records of the current change (or COMMIT) not yet handed to Kafka, and what completes it.

@@ -317,6 +317,8 @@ void Connector::eos_commit() {
   if (snapshotter_) position.snapshot = snapshotter_->produced();
   if (incremental_ && !incremental_->progress().tables.empty()) {
     position.incremental = incremental_->progress();
+  } else if (!incremental_ && queued_incremental_ && !queued_incremental_->tables.empty()) {
+    position.incremental = *queued_incremental_;  // handed over during the initial snapshot
   }
   std::string value;
   if (has_position) {

@@ -172,6 +172,9 @@ bool Connector::hand_over_to_incremental(const std::vector<snapshot::TableProgre
     spdlog::error("{}", reason_);
     return false;
   }
+  // exactly_once: the position record carries it from the next commit (the initial snapshot's
+  // own progress says the table is done; without this the queue would live only on local disk).
+  if (!incremental_) queued_incremental_ = queue;
   return true;
 }
 
@@ -234,6 +237,16 @@ void Connector::run_snapshot() {
         "{} follows and brings every key to its latest committed state",
         snapshot_store_->path(), snapshot_progress_->lsn.to_string());
   }
+  // delivery exactly_once: the incremental queue saved so far (tables handed over by an earlier
+  // run of this snapshot) goes into every position record until start_incremental takes over.
+  queued_incremental_.reset();
+  if (exactly_once()) {
+    const snapshot::SnapshotProgressStore store(progress_dir(cfg_), cfg_.source.slot,
+                                                ".incremental");
+    if (auto loaded = store.load(); loaded && *loaded && (*loaded)->slot == cfg_.source.slot) {
+      queued_incremental_ = std::move(**loaded);
+    }
+  }
   snapshotter_ = std::make_unique<snapshot::Snapshotter>(
       io_.get_executor(), std::move(settings), *router_, *catalog_, publisher_, *snapshot_store_,
       *snapshot_progress_, exported_snapshot_,
@@ -278,6 +291,7 @@ namespace walrelay {
 
 void Connector::start_incremental() {
   incremental_.reset();
+  queued_incremental_.reset();  // the incremental snapshot's own progress from here on
   const std::string& slot = cfg_.source.slot;
   incremental_store_ =
       std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot, ".incremental");

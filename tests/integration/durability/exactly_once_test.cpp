@@ -668,5 +668,55 @@ TEST_F(ExactlyOnceTest, ATableRemovedDuringAnInterruptedSnapshotResumesWhenPutBa
   EXPECT_EQ(static_cast<long>(reads.size()), kRows) << back.logs();
   EXPECT_EQ(twice, 0u);
 }
+
+// A table rewritten during the initial snapshot is handed over to an incremental snapshot; the
+// initial snapshot's progress then says it is done, so the hand-over queue must be in the position
+// record too: with the local <slot>.incremental lost after a SIGKILL, the table's remaining rows
+// are still read (they were lost silently before).
+TEST_F(ExactlyOnceTest, ATableHandedOverDuringTheInitialSnapshotIsFinishedFromKafkasProgress) {
+  constexpr long kRows = 20'000;
+  pg_->exec("INSERT INTO " + table("t") + " SELECT g, 1 FROM generate_series(1, " +
+            std::to_string(kRows) + ") g");
+  pg_->exec("CREATE TABLE " + table("u") + " (id bigint PRIMARY KEY, v int NOT NULL)");
+  pg_->exec("INSERT INTO " + table("u") + " SELECT g, 1 FROM generate_series(1, " +
+            std::to_string(kRows) + ") g");
+  WalrelayConfig cfg = make_config({{table("t")}, {table("u")}});  // t is read first
+  cfg.snapshot_mode = "initial";
+  cfg.snapshot_lines = "  chunk_size: 100\n";
+  cfg.extra_yaml = "delivery: exactly_once\n";
+  std::string yaml = cfg.to_yaml();
+  const std::string anchor = "  bootstrap_servers: ";
+  yaml.insert(yaml.find('\n', yaml.find(anchor)) + 1, "  max_in_flight_events: 300\n");
+  {
+    WalrelayProcess first(yaml, "walrelay (t rewritten mid-snapshot)");
+    first.start();
+    ASSERT_GE(kafka_->read_at_least({topic("t")}, 1000, 60s).size(), 1000u) << first.logs();
+    pg_->exec("VACUUM FULL " + table("t"));
+    ASSERT_TRUE(first.wait_for_log("was rewritten after the slot's consistent point", 60s))
+        << first.logs();
+    // Kafka transactions committed after the hand-over: rows of u are visible.
+    ASSERT_GE(kafka_->read_at_least({topic("u")}, 500, 60s).size(), 500u) << first.logs();
+    first.kill();
+    ASSERT_EQ(count_occurrences(first.stderr_text(), "snapshot: complete"), 0u)
+        << "the snapshot ended before the kill\n"
+        << first.logs();
+  }
+  std::size_t removed = 0;
+  for (const auto& f : std::filesystem::directory_iterator(cfg.state_dir)) {
+    if (f.path().extension() == ".incremental") removed += std::filesystem::remove(f.path());
+  }
+  ASSERT_EQ(removed, 1u) << "no local incremental queue in " << cfg.state_dir;
+  WalrelayProcess second(yaml, "walrelay (local incremental queue lost)");
+  start_streaming(second, name_);
+  ASSERT_TRUE(second.wait_for_log("incremental snapshot: " + table("t") + " done", 120s))
+      << second.logs();
+  ASSERT_TRUE(stop_gracefully(second, name_));
+  std::map<std::string, int> reads;
+  for (const auto& r : kafka_->read_all({topic("t")}, 60s)) ++reads[r.key.value_or("")];
+  std::size_t twice = 0;
+  for (const auto& [key, n] : reads) twice += n > 1 ? 1 : 0;
+  EXPECT_EQ(static_cast<long>(reads.size()), kRows) << second.logs();
+  EXPECT_EQ(twice, 0u);
+}
 }  // namespace
 }  // namespace walrelay::itest
