@@ -62,7 +62,18 @@ bool Connector::save_snapshot_progress() {
 bool Connector::resume_snapshot_progress(const std::string& slot, Lsn confirmed_flush_lsn) {
   snapshot_progress_.reset();
   exported_snapshot_.clear();
-  if (cfg_.snapshot.mode == "never") return true;
+  if (cfg_.snapshot.mode == "never") {
+    // An interrupted snapshot is left as it is (snapshot.mode initial picks it up again): say so.
+    const snapshot::SnapshotProgressStore store(progress_dir(cfg_), slot);
+    if (auto loaded = store.load();
+        loaded && *loaded && (*loaded)->slot == slot && !(*loaded)->complete()) {
+      spdlog::warn(
+          "snapshot.mode never: the interrupted snapshot in {} is not finished (tables not done "
+          "get no more rows); with snapshot.mode initial it resumes where it stopped",
+          store.path());
+    }
+    return true;
+  }
   snapshot_store_ = std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot);
   auto loaded = snapshot_store_->load();
   if (!loaded) {
