@@ -118,6 +118,34 @@ class ExactlyOnceTest : public IntegrationTest {
     return cfg.to_yaml();
   }
 
+  /// delivery exactly_once with an initial snapshot of `names` (table() suffixes) in chunks of
+  /// 100 rows and at most 300 events in flight: slow enough to be killed in its middle.
+  /// make_config starts the state directory afresh; `state_dir` (when given) receives it.
+  [[nodiscard]] std::string slow_snapshot_yaml(const std::vector<std::string>& names,
+                                               std::string* state_dir = nullptr) const {
+    std::vector<TableEntry> tables;
+    for (const auto& n : names) tables.push_back({table(n)});
+    WalrelayConfig cfg = make_config(tables);
+    cfg.snapshot_mode = "initial";
+    cfg.snapshot_lines = "  chunk_size: 100\n";
+    cfg.extra_yaml = "delivery: exactly_once\n";
+    if (state_dir != nullptr) *state_dir = cfg.state_dir;
+    std::string yaml = cfg.to_yaml();
+    const std::string anchor = "  bootstrap_servers: ";
+    yaml.insert(yaml.find('\n', yaml.find(anchor)) + 1, "  max_in_flight_events: 300\n");
+    return yaml;
+  }
+
+  /// `topic` holds `rows` distinct keys, none of them twice.
+  void expect_each_key_once(const std::string& topic, long rows, const std::string& logs) {
+    std::map<std::string, int> reads;
+    for (const auto& r : kafka_->read_all({topic}, 60s)) ++reads[r.key.value_or("")];
+    std::size_t twice = 0;
+    for (const auto& [key, n] : reads) twice += n > 1 ? 1 : 0;
+    EXPECT_EQ(static_cast<long>(reads.size()), rows) << logs;
+    EXPECT_EQ(twice, 0u);
+  }
+
   /// Waits until the slot confirmed everything written so far (so the last instance published
   /// and committed it all).
   bool caught_up(WalrelayProcess& proc, std::chrono::milliseconds timeout = 120s) {
@@ -624,18 +652,8 @@ TEST_F(ExactlyOnceTest, ATableRemovedDuringAnInterruptedSnapshotResumesWhenPutBa
             std::to_string(kRows) + ") g");
   pg_->exec("CREATE TABLE " + table("u") + " (id bigint PRIMARY KEY, v int NOT NULL)");
   pg_->exec("INSERT INTO " + table("u") + " SELECT g, 1 FROM generate_series(1, 100) g");
-  // make_config starts the state directory afresh.
   const auto yaml_of = [&](const std::vector<std::string>& names) {
-    std::vector<TableEntry> tables;
-    for (const auto& n : names) tables.push_back({table(n)});
-    WalrelayConfig cfg = make_config(tables);
-    cfg.snapshot_mode = "initial";
-    cfg.snapshot_lines = "  chunk_size: 100\n";
-    cfg.extra_yaml = "delivery: exactly_once\n";
-    std::string yaml = cfg.to_yaml();
-    const std::string anchor = "  bootstrap_servers: ";
-    yaml.insert(yaml.find('\n', yaml.find(anchor)) + 1, "  max_in_flight_events: 300\n");
-    return yaml;
+    return slow_snapshot_yaml(names);
   };
   const std::string both = yaml_of({"t", "u"});
   const std::string only_u = yaml_of({"u"});
@@ -661,12 +679,7 @@ TEST_F(ExactlyOnceTest, ATableRemovedDuringAnInterruptedSnapshotResumesWhenPutBa
   ASSERT_TRUE(back.wait_for_log("incremental snapshot: " + table("t") + " done", 60s))
       << back.logs();
   ASSERT_TRUE(stop_gracefully(back, name_));
-  std::map<std::string, int> reads;
-  for (const auto& r : kafka_->read_all({topic("t")}, 60s)) ++reads[r.key.value_or("")];
-  std::size_t twice = 0;
-  for (const auto& [key, n] : reads) twice += n > 1 ? 1 : 0;
-  EXPECT_EQ(static_cast<long>(reads.size()), kRows) << back.logs();
-  EXPECT_EQ(twice, 0u);
+  expect_each_key_once(topic("t"), kRows, back.logs());
 }
 
 // A table rewritten during the initial snapshot is handed over to an incremental snapshot; the
@@ -680,13 +693,8 @@ TEST_F(ExactlyOnceTest, ATableHandedOverDuringTheInitialSnapshotIsFinishedFromKa
   pg_->exec("CREATE TABLE " + table("u") + " (id bigint PRIMARY KEY, v int NOT NULL)");
   pg_->exec("INSERT INTO " + table("u") + " SELECT g, 1 FROM generate_series(1, " +
             std::to_string(kRows) + ") g");
-  WalrelayConfig cfg = make_config({{table("t")}, {table("u")}});  // t is read first
-  cfg.snapshot_mode = "initial";
-  cfg.snapshot_lines = "  chunk_size: 100\n";
-  cfg.extra_yaml = "delivery: exactly_once\n";
-  std::string yaml = cfg.to_yaml();
-  const std::string anchor = "  bootstrap_servers: ";
-  yaml.insert(yaml.find('\n', yaml.find(anchor)) + 1, "  max_in_flight_events: 300\n");
+  std::string state_dir;
+  const std::string yaml = slow_snapshot_yaml({"t", "u"}, &state_dir);  // t is read first
   {
     WalrelayProcess first(yaml, "walrelay (t rewritten mid-snapshot)");
     first.start();
@@ -702,21 +710,16 @@ TEST_F(ExactlyOnceTest, ATableHandedOverDuringTheInitialSnapshotIsFinishedFromKa
         << first.logs();
   }
   std::size_t removed = 0;
-  for (const auto& f : std::filesystem::directory_iterator(cfg.state_dir)) {
+  for (const auto& f : std::filesystem::directory_iterator(state_dir)) {
     if (f.path().extension() == ".incremental") removed += std::filesystem::remove(f.path());
   }
-  ASSERT_EQ(removed, 1u) << "no local incremental queue in " << cfg.state_dir;
+  ASSERT_EQ(removed, 1u) << "no local incremental queue in " << state_dir;
   WalrelayProcess second(yaml, "walrelay (local incremental queue lost)");
   start_streaming(second, name_);
   ASSERT_TRUE(second.wait_for_log("incremental snapshot: " + table("t") + " done", 120s))
       << second.logs();
   ASSERT_TRUE(stop_gracefully(second, name_));
-  std::map<std::string, int> reads;
-  for (const auto& r : kafka_->read_all({topic("t")}, 60s)) ++reads[r.key.value_or("")];
-  std::size_t twice = 0;
-  for (const auto& [key, n] : reads) twice += n > 1 ? 1 : 0;
-  EXPECT_EQ(static_cast<long>(reads.size()), kRows) << second.logs();
-  EXPECT_EQ(twice, 0u);
+  expect_each_key_once(topic("t"), kRows, second.logs());
 }
 }  // namespace
 }  // namespace walrelay::itest
