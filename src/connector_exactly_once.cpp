@@ -45,7 +45,12 @@ constexpr int kCommitAttempts = 6;  // kRetry outcomes before the transaction is
 
 void Connector::eos_attach_publisher() {
   if (!exactly_once()) return;
-  publisher_.before_publish([this] { return eos_open(); });
+  publisher_.before_publish([this] {
+    // While a commit is in progress nothing may join the transaction: the record waits as for a
+    // full queue (the stream stays paused, the snapshot waits for maybe_continue).
+    if (eos_committing_) return RD_KAFKA_RESP_ERR__QUEUE_FULL;
+    return eos_open() ? RD_KAFKA_RESP_ERR_NO_ERROR : RD_KAFKA_RESP_ERR__STATE;
+  });
   publisher_.hold_reports(sink::RecordSource::kSnapshot, true);
   publisher_.listen(sink::RecordSource::kPosition, [this](const sink::DeliveryReport& r) {
     if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR && !stopping_) {

@@ -613,6 +613,9 @@ bool Snapshotter::dead_letter(Table& t, std::uint64_t unit, std::string_view kin
   const Record rec{settings_.dead_letter_topic, key,
                    with_row ? std::optional<std::string_view>(body) : std::nullopt, headers, 0};
   const auto err = publisher_.publish(sink::RecordSource::kSnapshot, rec, unit);
+  // A full queue (or, exactly_once, a commit in progress): the row is published again, and
+  // dead-lettered again, when there is room (maybe_continue).
+  if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) return false;
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     fail(SnapshotFailure::kDelivery, reason + "; publishing it to the dead-letter topic " +
                                          settings_.dead_letter_topic +

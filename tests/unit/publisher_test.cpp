@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string_view>
 #include <vector>
 
 namespace walrelay::sink {
@@ -52,6 +53,27 @@ TEST(Publisher, HeldReportsReachTheSourceOnlyAfterTheCommit) {
   p.drop_held();  // aborted: the chunk is read and published again
   p.release_held();
   EXPECT_EQ(snapshot_units.size(), 2u);
+}
+
+TEST(Publisher, TheHookKeepsARecordBackWithItsOwnError) {
+  // exactly_once: ERR__QUEUE_FULL while a commit is in progress (the caller waits as for a full
+  // queue), ERR__STATE when no Kafka transaction could be opened. No producer is needed: the
+  // record never reaches it.
+  Publisher p;
+  rd_kafka_resp_err_t gate = RD_KAFKA_RESP_ERR__QUEUE_FULL;
+  int calls = 0;
+  p.before_publish([&] {
+    ++calls;
+    return gate;
+  });
+  const Record rec{"t", std::string_view("k"), std::string_view("v"), {}, 0};
+  EXPECT_EQ(p.publish(RecordSource::kStream, rec, 1), RD_KAFKA_RESP_ERR__QUEUE_FULL);
+  gate = RD_KAFKA_RESP_ERR__STATE;
+  EXPECT_EQ(p.publish(RecordSource::kSnapshot, rec, 2), RD_KAFKA_RESP_ERR__STATE);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(p.in_flight_events(RecordSource::kStream), 0u);
+  EXPECT_EQ(p.in_flight_events(RecordSource::kSnapshot), 0u);
+  EXPECT_EQ(p.in_flight_bytes(RecordSource::kStream), 0u);
 }
 
 }  // namespace

@@ -44,9 +44,14 @@ class Publisher {
   }
 
   /// delivery exactly_once: called before each record is handed to the producer, to open a Kafka
-  /// transaction if none is open (KafkaTransactions::begin). When it returns false the record is
-  /// not produced and `publish` returns ERR__STATE. Empty (the default): no hook.
-  void before_publish(std::function<bool()> hook) { before_publish_ = std::move(hook); }
+  /// transaction if none is open (KafkaTransactions::begin). Unless it returns NO_ERROR the record
+  /// is not produced and `publish` returns what it returned: ERR__STATE when no transaction could
+  /// be opened, ERR__QUEUE_FULL while the open one is being committed (the caller waits as for a
+  /// full producer queue and publishes the record again when told there is room). Empty (the
+  /// default): no hook.
+  void before_publish(std::function<rd_kafka_resp_err_t()> hook) {
+    before_publish_ = std::move(hook);
+  }
 
   /// delivery exactly_once: holds the successful delivery reports of `source` until
   /// `release_held` (called after the Kafka transaction committed), so that the source only counts
@@ -74,7 +79,11 @@ class Publisher {
   /// NO_ERROR does a delivery report follow, and the record counts as in flight until then.
   rd_kafka_resp_err_t publish(RecordSource source, const Record& record, std::uint64_t unit) {
     const auto s = static_cast<std::size_t>(source);
-    if (before_publish_ && !before_publish_()) return RD_KAFKA_RESP_ERR__STATE;
+    if (before_publish_) {
+      if (const rd_kafka_resp_err_t gate = before_publish_(); gate != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        return gate;
+      }
+    }
     const rd_kafka_resp_err_t err =
         producer_->produce(record, (unit & kUnitMask) | (static_cast<std::uint64_t>(s) << 62));
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -112,7 +121,7 @@ class Publisher {
     std::size_t source;
   };
   KafkaProducer* producer_ = nullptr;
-  std::function<bool()> before_publish_;
+  std::function<rd_kafka_resp_err_t()> before_publish_;
   std::array<bool, 4> hold_{};
   std::vector<Held> held_;
   std::array<Listener, 4> listeners_;
