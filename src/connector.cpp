@@ -52,6 +52,10 @@ constexpr std::uint64_t kDeadLetterBit = 1ull << 61;
 
 }  // namespace
 
+bool Connector::second_signal() {
+  return g_second_signal.load();
+}
+
 Connector::Connector(asio::io_context& io, config::Config cfg)
     : io_(io),
       cfg_(std::move(cfg)),
@@ -469,6 +473,7 @@ void Connector::end_session() {
   catalog_check_timer_.cancel();
   confirm_timer_.cancel();
   commit_timer_.cancel();
+  eos_committing_ = false;  // a commit in progress is not resumed: eos_abort_open aborts it
   unit_open_ = false;
   eos_abort_open();  // exactly_once: the next session replays what the open transaction held
   if (stream_) stream_->close();
@@ -735,8 +740,8 @@ void Connector::apply_backpressure() {
 }
 
 void Connector::maybe_resume() {
-  // exactly_once: delivery reports served inside commit_transaction must not publish (eos_commit
-  // resumes once the commit returned).
+  // exactly_once: nothing is published while a commit is in progress, whether its delivery
+  // reports are served inside commit_transaction or between its slices (eos_commit_done resumes).
   if (!streaming_ || stopping_ || !stream_->paused() || parked_ || eos_committing_) return;
   if (!pending_.empty() && !publish_pending()) return;
   if (tracker_.in_flight_events() + stale_in_flight_ < cfg_.kafka.max_in_flight_events &&
@@ -907,6 +912,7 @@ void Connector::schedule_progress() {
         tracker_.in_flight_events(), tracker_.in_flight_bytes(), dead_lettered_mapping_,
         dead_lettered_oversize_, dead_lettered_delivery_, reconnects_,
         parked_             ? " (paused: a change waits for its catalog lookup)"
+        : eos_committing_   ? " (paused: a Kafka commit is in progress)"
         : stream_->paused() ? " (paused: backpressure)"
                             : "",
         (router_->outbox_updates_ignored() > 0

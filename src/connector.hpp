@@ -128,6 +128,8 @@ class Connector {
                            std::optional<std::string_view> body, Lsn lsn,
                            std::string_view event_id);
   void finish(ExitCode code);
+  /// A second SIGINT/SIGTERM came during the shutdown: stop waiting for Kafka.
+  static bool second_signal();
 
   // The snapshot phase (connector_snapshot.cpp): which tables to read, from which snapshot, and
   // handing over to the stream when it completes.
@@ -309,12 +311,25 @@ class Connector {
   /// One record of the current unit was handed to the producer.
   void eos_published();
   /// Before publishing a record: commits first when the open Kafka transaction holds
-  /// max_transaction_events (a split inside a large PostgreSQL transaction). False: stop.
+  /// max_transaction_events (a split inside a large PostgreSQL transaction). False: do not
+  /// publish now (a commit is in progress: the stream is paused and resumes after it; or the
+  /// session is ending).
   bool eos_split_if_full();
   /// The current unit is complete: commits when the commit interval or count is reached.
   void eos_on_unit_end();
-  /// Writes the position record and commits the open Kafka transaction; then confirms.
-  void eos_commit();
+  /// Writes the position record and starts committing the open Kafka transaction; once the
+  /// commit succeeded (eos_commit_done), confirms and resumes publishing. The commit runs in
+  /// slices of at most 100 ms on the event loop (eos_commit_step, on `commit_timer_`); until it
+  /// ends (`eos_committing_`) the stream is paused and nothing is published (before_publish
+  /// answers ERR__QUEUE_FULL). `blocking`: only set up; eos_finish calls the slices itself.
+  void eos_commit(bool blocking = false);
+  /// One slice of the commit, then the next one on `commit_timer_` or eos_commit_done.
+  void eos_commit_step();
+  /// rd_kafka_commit_transaction for at most one slice. kRetry: not done yet (call again);
+  /// kAbort once the budget (60 s, or 6 retriable errors besides the slice's timeout) is spent.
+  sink::TxnResult eos_commit_slice();
+  /// The commit ended with `r`: counts and confirms it, or acts on the failure (eos_failed).
+  void eos_commit_done(const sink::TxnResult& r);
   void eos_schedule_commit();
   /// A transactional call failed: fenced → stop (exit 8); otherwise abort and replay.
   void eos_failed(const sink::TxnResult& r, const std::string& what);
@@ -333,7 +348,11 @@ class Connector {
   std::optional<sink::StreamPosition> kafka_position_;  // read at the session's start
   /// The same, kept: a position record never goes back behind it.
   std::optional<sink::StreamPosition> resume_position_;
-  bool eos_committing_ = false;
+  bool eos_committing_ = false;  // a commit is in progress (eos_commit .. eos_commit_done)
+  std::chrono::steady_clock::time_point commit_started_;
+  std::chrono::steady_clock::time_point commit_next_warning_;
+  int commit_attempts_ = 0;  // retriable errors other than a slice's timeout
+  Lsn commit_covers_;        // the end of the last complete unit in the committing transaction
   bool eos_finish_aborted_ = false;      // eos_finish aborted the open Kafka transaction
   sink::StreamPosition batch_position_;  // what the open Kafka transaction's position says
   bool batch_has_position_ = false;

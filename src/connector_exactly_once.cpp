@@ -22,9 +22,19 @@
 // never split over two Kafka transactions). At a session's start that progress replaces the local
 // files' (which may lag it: a crash between a commit and the local save), so a resumed snapshot
 // starts right after the last row Kafka has, and a signal in a unit Kafka has is not applied again.
+//
+// Commits never block the event loop for long: rd_kafka_commit_transaction is resumable, so it is
+// called for at most kCommitSlice at a time, again from commit_timer_ until it completes or its
+// budget is spent (then the transaction is aborted, as before). While a commit is in progress
+// (eos_committing_) nothing joins the transaction: before_publish answers ERR__QUEUE_FULL, which
+// every publisher treats as a full producer queue (the stream is paused and keeps the change's
+// records in `pending_`, the snapshot waits for maybe_continue), and no commit starts while a
+// change waits for its catalog lookup (its replay may publish). On SIGTERM the process is stopping
+// anyway: eos_finish drives the commit itself, blocking, within the same budget.
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cstdlib>
 
@@ -38,8 +48,17 @@ namespace {
 
 constexpr std::chrono::milliseconds kInitTimeout{30'000};
 constexpr std::chrono::milliseconds kPositionTimeout{30'000};
-constexpr std::chrono::milliseconds kCommitTimeout{10'000};
-constexpr int kCommitAttempts = 6;  // kRetry outcomes before the transaction is aborted
+constexpr std::chrono::milliseconds kCommitTimeout{10'000};  // abort_transaction
+// A commit is resumable (librdkafka >= 1.9: a timed-out commit_transaction goes on in the
+// background and the next call picks it up), so the event loop calls it for at most kCommitSlice
+// at a time and comes back on a timer until kCommitBudget has passed or kCommitAttempts retriable
+// errors other than the slice's own timeout came back; then the transaction is aborted.
+constexpr std::chrono::milliseconds kCommitSlice{100};
+constexpr std::chrono::milliseconds kCommitBudget{60'000};
+constexpr std::chrono::milliseconds kCommitRetryDelay{100};  // after a retriable error
+constexpr int kCommitAttempts = 6;
+constexpr std::chrono::seconds kCommitFirstWarning{1};
+constexpr std::chrono::seconds kCommitWarningInterval{10};
 
 }  // namespace
 
@@ -83,12 +102,24 @@ void Connector::eos_finish(ExitCode code) {
   // be), unless the transaction is failing or this instance is fenced.
   // Not while an incremental chunk's rows are being published: the progress counts the chunk
   // from its high watermark on, so the Kafka transaction is aborted and the next start reads the
-  // chunk again.
-  if (code == ExitCode::kOk && !eos_restarting_ && !pending_chunk_) {
+  // chunk again (a commit already in progress holds none of them: it is finished).
+  // The process is stopping, so the commit blocks the event loop (in slices, so that a second
+  // signal cuts it short), within the same budget as while running; what it does not commit is
+  // aborted below and published again by the next start.
+  if (code == ExitCode::kOk && !eos_restarting_ && (eos_committing_ || !pending_chunk_)) {
     stopping_ = false;  // eos_commit acts only while running
-    eos_commit();
+    if (!eos_committing_) eos_commit(/*blocking=*/true);
+    while (eos_committing_ && !eos_restarting_ && !second_signal()) {
+      const sink::TxnResult r = eos_commit_slice();
+      if (r.action != sink::TxnAction::kRetry) eos_commit_done(r);
+    }
+    if (eos_committing_) {
+      spdlog::warn("second signal: not waiting for the Kafka commit; the transaction is aborted");
+      eos_committing_ = false;
+    }
     stopping_ = true;
   }
+  eos_committing_ = false;
   if (txn_ && txn_->open()) {
     (void)txn_->abort(std::chrono::milliseconds(5000));
     // Its records were acknowledged, but no read_committed consumer sees them: the slot is
@@ -118,6 +149,7 @@ bool Connector::eos_prepare() {
   commit_due_ = false;
   unit_open_ = false;
   eos_restarting_ = false;
+  eos_committing_ = false;
   positions_topic_ = sink::positions_topic(cfg_.topics.prefix);
   const std::string tid = sink::transactional_id_for(cfg_.name);
   if (txn_ && txn_->initialized()) {
@@ -254,6 +286,7 @@ void Connector::eos_published() {
 }
 
 bool Connector::eos_split_if_full() {
+  if (eos_committing_) return false;
   if (!txn_ || !txn_->open() || batch_events_ < cfg_.exactly_once.max_transaction_events) {
     return !eos_restarting_;
   }
@@ -262,7 +295,7 @@ bool Connector::eos_split_if_full() {
       "transaction ending at {} after its record {}",
       batch_events_, unit_lsn_.to_string(), unit_index_);
   eos_commit();
-  return !eos_restarting_ && !stopping_;
+  return !eos_committing_ && !eos_restarting_ && !stopping_;
 }
 
 void Connector::eos_on_unit_end() {
@@ -270,7 +303,7 @@ void Connector::eos_on_unit_end() {
   unit_open_ = false;
   batch_position_ = {system_.system_id, system_.timeline, unit_lsn_, -1, {}, {}};
   batch_has_position_ = true;
-  if (!txn_ || !txn_->open() || eos_restarting_) return;
+  if (!txn_ || !txn_->open() || eos_restarting_ || eos_committing_) return;
   if (commit_due_ || batch_events_ >= cfg_.exactly_once.max_transaction_events ||
       std::chrono::steady_clock::now() - batch_opened_ >= cfg_.exactly_once.commit_interval) {
     eos_commit();
@@ -280,9 +313,11 @@ void Connector::eos_on_unit_end() {
 void Connector::eos_schedule_commit() {
   commit_timer_.expires_at(batch_opened_ + cfg_.exactly_once.commit_interval);
   commit_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || stopping_ || eos_restarting_ || !txn_ || !txn_->open()) return;
-    // Never in the middle of a PostgreSQL transaction (that is the split's job): at its end.
-    if (unit_open_ || !pending_.empty()) {
+    if (ec || stopping_ || eos_restarting_ || eos_committing_ || !txn_ || !txn_->open()) return;
+    // Never in the middle of a PostgreSQL transaction (that is the split's job): at its end. Nor
+    // while a change waits for its catalog lookup: it is processed (and may need to publish, e.g.
+    // a dead-letter record) when the lookup answers, which must not be during the commit.
+    if (unit_open_ || !pending_.empty() || parked_) {
       commit_due_ = true;
       return;
     }
@@ -290,8 +325,8 @@ void Connector::eos_schedule_commit() {
   });
 }
 
-void Connector::eos_commit() {
-  if (!txn_ || !txn_->open() || eos_restarting_) return;
+void Connector::eos_commit(bool blocking) {
+  if (!txn_ || !txn_->open() || eos_restarting_ || eos_committing_) return;
   commit_timer_.cancel();
   // The position: the last complete unit, or inside the current one (a split, or a stop).
   sink::StreamPosition position = batch_position_;
@@ -353,24 +388,81 @@ void Connector::eos_commit() {
     eos_failed(injected, "commit_transaction");
     return;
   }
-  sink::TxnResult r;
+  // From here until the commit ends nothing joins the transaction (before_publish answers
+  // ERR__QUEUE_FULL); when it takes more than a slice the stream is paused and the event loop
+  // goes on between the slices.
   eos_committing_ = true;
-  for (int attempt = 1; attempt <= kCommitAttempts; ++attempt) {
-    r = txn_->commit(kCommitTimeout);
-    if (r.action != sink::TxnAction::kRetry) break;
-    spdlog::warn("commit_transaction (attempt {} of {}): {}; retrying", attempt, kCommitAttempts,
-                 r.message);
+  commit_started_ = std::chrono::steady_clock::now();
+  commit_next_warning_ = commit_started_ + kCommitFirstWarning;
+  commit_attempts_ = 0;
+  commit_covers_ = has_position && position.index < 0 ? position.lsn : Lsn{};
+  if (!blocking) eos_commit_step();  // eos_finish drives a blocking one itself
+}
+
+void Connector::eos_commit_step() {
+  if (!eos_committing_ || stopping_) return;  // eos_finish takes an interrupted commit over
+  const sink::TxnResult r = eos_commit_slice();
+  if (r.action != sink::TxnAction::kRetry) {
+    eos_commit_done(r);
+    return;
   }
+  if (stopping_ || !eos_committing_) return;  // eos_finish, or eos_restart during the slice
+  // No change is decoded meanwhile (a split's caller keeps its records in `pending_`);
+  // eos_commit_done resumes the stream.
+  if (streaming_ && stream_) stream_->pause();
+  // Right away after the slice's own timeout (the delivery reports and the other handlers ran in
+  // between); after a short delay when the coordinator answered with a retriable error.
+  commit_timer_.expires_after(r.code == RD_KAFKA_RESP_ERR__TIMED_OUT ? std::chrono::milliseconds(0)
+                                                                     : kCommitRetryDelay);
+  commit_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) eos_commit_step();
+  });
+}
+
+sink::TxnResult Connector::eos_commit_slice() {
+  const auto now = std::chrono::steady_clock::now();
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(commit_started_ + kCommitBudget - now);
+  sink::TxnResult r = txn_->commit(std::clamp(left, std::chrono::milliseconds(1), kCommitSlice));
+  if (r.action != sink::TxnAction::kRetry || eos_restarting_) return r;
+  const auto elapsed = std::chrono::steady_clock::now() - commit_started_;
+  const double secs = std::chrono::duration<double>(elapsed).count();
+  if (r.code != RD_KAFKA_RESP_ERR__TIMED_OUT) {
+    ++commit_attempts_;
+    spdlog::warn("commit_transaction (attempt {} of {}): {}; retrying", commit_attempts_,
+                 kCommitAttempts, r.message);
+  }
+  if (commit_attempts_ >= kCommitAttempts || elapsed >= kCommitBudget) {
+    r.action = sink::TxnAction::kAbort;
+    r.message = fmt::format("not committed after {:.1f} s and {} retriable errors (last: {})", secs,
+                            commit_attempts_, r.message);
+    return r;
+  }
+  if (std::chrono::steady_clock::now() >= commit_next_warning_) {
+    commit_next_warning_ = std::chrono::steady_clock::now() + kCommitWarningInterval;
+    spdlog::warn(
+        "commit_transaction has not completed after {:.1f} s ({}); still trying for up to {} s "
+        "(the stream waits meanwhile; health, metrics and standby status updates go on)",
+        secs, r.message, std::chrono::duration_cast<std::chrono::seconds>(kCommitBudget).count());
+  }
+  return r;
+}
+
+void Connector::eos_commit_done(const sink::TxnResult& r) {
   eos_committing_ = false;
-  if (r.action == sink::TxnAction::kRetry) r.action = sink::TxnAction::kAbort;
   if (!r.ok()) {
-    eos_failed(r, "commit_transaction");
+    eos_failed(r, "commit_transaction");  // nothing more when eos_restart already acts
     return;
   }
   ++eos_commits_;
-  if (has_position && position.index < 0 && position.lsn > committed_lsn_) {
-    committed_lsn_ = position.lsn;
+  if (const auto took = std::chrono::steady_clock::now() - commit_started_;
+      took >= kCommitFirstWarning) {
+    spdlog::info("commit_transaction completed after {:.1f} s",
+                 std::chrono::duration<double>(took).count());
   }
+  if (commit_covers_ > committed_lsn_) committed_lsn_ = commit_covers_;
+  // A failure during the commit (a delivery report) ends the session: nothing to resume.
+  if (eos_restarting_) return;
   batch_events_ = 0;
   commit_due_ = false;
   publisher_.release_held();  // snapshot rows now visible to read_committed consumers
@@ -404,6 +496,7 @@ void Connector::eos_failed(const sink::TxnResult& r, const std::string& what) {
 void Connector::eos_restart(const std::string& reason, bool new_producer) {
   if (eos_restarting_ || stopping_) return;
   eos_restarting_ = true;
+  eos_committing_ = false;  // a commit in progress is not resumed: the transaction is aborted
   commit_timer_.cancel();
   if (stream_) stream_->pause();
   // Act outside the current call chain (a delivery report or librdkafka's commit may be on the

@@ -382,8 +382,10 @@ bool Connector::handle_snapshot_message(const decoder::Change& c, std::string_vi
   if (c.prefix == snapshot::IncrementalSnapshot::kWatermarkPrefix) {
     if (!incremental_ || !in_txn_) return true;  // watermarks are transactional
     // exactly_once: a full Kafka transaction is committed before the chunk, never inside it (the
-    // chunk counts in the progress from here on).
-    if (exactly_once() && !eos_split_if_full()) return true;
+    // chunk counts in the progress from here on). While that commit runs the chunk's rows wait
+    // in `pending_` (publish_pending finds the publisher closed, as for a full queue) and go into
+    // the next transaction.
+    if (exactly_once() && !eos_split_if_full() && (eos_restarting_ || stopping_)) return true;
     auto records = incremental_->on_watermark(
         c.content, c.lsn, c.xid, tracker_.next_lsn_of(*tracker_.open_txn()).value_or(c.lsn));
     if (!records) {

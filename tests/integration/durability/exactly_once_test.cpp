@@ -1,6 +1,8 @@
 // delivery exactly_once (issue 11) on real PostgreSQL and real Kafka, beyond the SIGKILL loop of
 // crash_test.cpp (DurabilityTest.ExactlyOnceCrashLoopHasNoDuplicates):
 //   - a broker restart mid-stream,
+//   - a commit that cannot complete (the broker stopped under an open Kafka transaction) leaves
+//     the event loop free: /live and /metrics answer at once throughout,
 //   - a zombie: the holder is SIGSTOPped, a standby takes over and publishes, the old one is
 //     SIGCONTed: it is fenced (KIP-98) and exits with code 8,
 //   - a PostgreSQL transaction larger than exactly_once.max_transaction_events, SIGKILLed after
@@ -168,6 +170,29 @@ class ExactlyOnceTest : public IntegrationTest {
     ASSERT_TRUE(standby.wait_for_log(" info streaming: ", 30s)) << standby.logs();
   }
 
+  /// Starts `proc` streaming and `writer` writing, and waits until `writes` more rows are
+  /// committed and at least `in_kafka` records of the table are in Kafka.
+  void stream_under_writes(WalrelayProcess& proc, Writer& writer, long writes,
+                           std::size_t in_kafka) {
+    start_streaming(proc, name_);
+    writer.start();
+    ASSERT_TRUE(writer.wait_more(writes));
+    ASSERT_GE(kafka_->read_at_least({topic("t")}, in_kafka, 60s).size(), in_kafka) << proc.logs();
+  }
+
+  /// Waits until the last committed position record is inside a PostgreSQL transaction (part of
+  /// a transaction larger than max_transaction_events is in Kafka); false after `timeout`.
+  bool committed_inside_a_transaction(std::chrono::milliseconds timeout) {
+    const std::string positions = name_ + ".walrelay.positions";
+    return wait_until(
+        [&] {
+          const auto recs = kafka_->read_all({positions}, 30s);
+          if (recs.empty() || !recs.back().value) return false;
+          return recs.back().value->find("\"index\":-1") == std::string::npos;
+        },
+        timeout, 50ms);
+  }
+
   /// Every row of the table is in the topic exactly once (by id header and by key), nothing else.
   void expect_exactly_once(const std::string& what) {
     const long rows = std::stol(pg_->value("SELECT count(*) FROM " + table("t")));
@@ -193,11 +218,8 @@ class ExactlyOnceTest : public IntegrationTest {
 
 TEST_F(ExactlyOnceTest, BrokerRestartMidStreamStaysExactlyOnce) {
   WalrelayProcess proc(config(), "walrelay (exactly once, broker restart)");
-  start_streaming(proc, name_);
   Writer writer(env_.pg_conninfo, table("t"));
-  writer.start();
-  ASSERT_TRUE(writer.wait_more(300));
-  ASSERT_GE(kafka_->read_at_least({topic("t")}, 100, 60s).size(), 100u) << proc.logs();
+  ASSERT_NO_FATAL_FAILURE(stream_under_writes(proc, writer, 300, 100));
 
   KafkaOutage kafka_outage;  // whatever happens, the broker runs again at the end
   ASSERT_EQ(kafka_outage.stop(), 0);
@@ -209,6 +231,61 @@ TEST_F(ExactlyOnceTest, BrokerRestartMidStreamStaysExactlyOnce) {
   EXPECT_TRUE(caught_up(proc, 180s)) << proc.logs();
   ASSERT_TRUE(stop_gracefully(proc, name_));
   expect_exactly_once("broker restart");
+}
+
+// The commit of a Kafka transaction runs in slices of at most 100 ms on the event loop: while the
+// broker is away and the commit cannot complete, the health and metrics endpoints (and the standby
+// status updates) are served as usual; once the broker is back the commit completes (or, after its
+// 60 s budget, is aborted and replayed) and everything is in Kafka exactly once.
+TEST_F(ExactlyOnceTest, StalledCommitLeavesTheEventLoopResponsive) {
+  WalrelayProcess proc(config("100ms", 1000), "walrelay (exactly once, stalled commit)");
+  Writer writer(env_.pg_conninfo, table("t"));
+  ASSERT_NO_FATAL_FAILURE(stream_under_writes(proc, writer, 100, 50));
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
+  // Also a transaction split over Kafka transactions (ids apart from the writer's): the broker
+  // goes away once part of it is committed, so (unless it was quicker) a split's commit stalls
+  // with the rest of the transaction waiting.
+  pg_->exec("INSERT INTO " + table("t") +
+            " SELECT g, 1 FROM generate_series(1000000001, 1000030000) g");
+  const bool inside = committed_inside_a_transaction(60s);
+  std::cout << "[eos] broker stopped "
+            << (inside ? "inside the split transaction" : "after the split transaction")
+            << std::endl;
+
+  KafkaOutage kafka_outage;  // whatever happens, the broker runs again at the end
+  ASSERT_EQ(kafka_outage.stop(), 0);
+  // The writer goes on: a Kafka transaction is opened and its commit cannot complete.
+  ASSERT_TRUE(proc.wait_for_log("commit_transaction has not completed after", 30s)) << proc.logs();
+  int quick = 0;
+  constexpr int kProbes = 5;
+  for (int i = 0; i < kProbes; ++i) {
+    const auto started = Clock::now();
+    const HttpResult live = http_get(*port, "/live");
+    const HttpResult metrics = http_get(*port, "/metrics");
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    std::cout << "[eos] during the outage: /live " << live.status << " and /metrics "
+              << metrics.status << " in " << took.count() << " ms" << std::endl;
+    EXPECT_EQ(live.status, 200);
+    EXPECT_EQ(metrics.status, 200);
+    EXPECT_LT(took, 2s) << "the event loop was blocked";
+    if (live.status == 200 && metrics.status == 200 && took < 2s) ++quick;
+    std::this_thread::sleep_for(1s);
+  }
+  EXPECT_EQ(quick, kProbes) << proc.logs();
+  EXPECT_TRUE(proc.running()) << proc.logs();
+  ASSERT_EQ(kafka_outage.start(), 0);
+  ASSERT_TRUE(writer.wait_more(200));
+  writer.stop();
+  EXPECT_TRUE(caught_up(proc, 180s)) << proc.logs();
+  const std::string log = proc.stderr_text();
+  std::cout << "[eos] the stalled commit "
+            << (log.find("commit_transaction completed after") != std::string::npos
+                    ? "completed once the broker was back"
+                    : "was aborted and replayed")
+            << std::endl;
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  expect_exactly_once("stalled commit");
 }
 
 TEST_F(ExactlyOnceTest, AWokenZombieHolderIsFencedOrStandsByAndPublishesNothing) {
@@ -307,16 +384,7 @@ TEST_F(ExactlyOnceTest, TransactionLargerThanTheSplitBoundResumesInsideIt) {
   pg_->exec("INSERT INTO " + table("t") + " SELECT g, 1 FROM generate_series(1, " +
             std::to_string(rows) + ") g");
   // Kill once some, but not all, of the transaction is committed to Kafka.
-  const std::string positions = name_ + ".walrelay.positions";
-  bool inside = false;
-  wait_until(
-      [&] {
-        const auto recs = kafka_->read_all({positions}, 30s);
-        if (recs.empty() || !recs.back().value) return false;
-        inside = recs.back().value->find("\"index\":-1") == std::string::npos;
-        return inside;
-      },
-      60s, 50ms);
+  const bool inside = committed_inside_a_transaction(60s);
   proc.kill();
   ASSERT_TRUE(inside) << "no position inside the transaction was committed\n" << proc.logs();
   proc.start();

@@ -61,7 +61,10 @@ class KafkaTransactions {
   /// rd_kafka_begin_transaction (local, does not block). Records produced after it belong to the
   /// transaction until `commit` or `abort`.
   TxnResult begin();
-  /// rd_kafka_commit_transaction: flushes, then commits. kRetry: call `commit` again.
+  /// rd_kafka_commit_transaction: flushes, then commits. kRetry: call `commit` again. Resumable
+  /// (librdkafka >= 1.9): on a timeout (kRetry, ERR__TIMED_OUT) the commit goes on in the
+  /// background and the next call picks it up, so a caller that must not block long calls it with
+  /// a short timeout, repeatedly, producing nothing in between.
   TxnResult commit(std::chrono::milliseconds timeout);
   /// rd_kafka_abort_transaction: purges what is still queued (their delivery reports carry
   /// ERR__PURGE_QUEUE) and aborts; read_committed consumers never see the records.
