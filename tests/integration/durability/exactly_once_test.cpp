@@ -2,7 +2,8 @@
 // crash_test.cpp (DurabilityTest.ExactlyOnceCrashLoopHasNoDuplicates):
 //   - a broker restart mid-stream,
 //   - a commit that cannot complete (the broker stopped under an open Kafka transaction) leaves
-//     the event loop free: /live and /metrics answer at once throughout,
+//     the event loop free: /live and /metrics answer at once throughout; SIGTERM then waits for
+//     the commit, a second signal aborts it,
 //   - a zombie: the holder is SIGSTOPped, a standby takes over and publishes, the old one is
 //     SIGCONTed: it is fenced (KIP-98) and exits with code 8,
 //   - a PostgreSQL transaction larger than exactly_once.max_transaction_events, SIGKILLed after
@@ -193,6 +194,45 @@ class ExactlyOnceTest : public IntegrationTest {
         timeout, 50ms);
   }
 
+  /// Stops the broker under a writer until a commit stalls, then sends SIGTERM (and, with
+  /// `second_signal`, another one a second later), starts the broker again and the process too.
+  void sigterm_during_a_stalled_commit(bool second_signal) {
+    WalrelayProcess proc(config(), "walrelay (exactly once, SIGTERM during a stalled commit)");
+    Writer writer(env_.pg_conninfo, table("t"));
+    ASSERT_NO_FATAL_FAILURE(stream_under_writes(proc, writer, 100, 50));
+    KafkaOutage kafka_outage;
+    ASSERT_EQ(kafka_outage.stop(), 0);
+    ASSERT_TRUE(proc.wait_for_log("commit_transaction has not completed after", 30s))
+        << proc.logs();
+    writer.stop();
+    ASSERT_EQ(::kill(proc.pid(), SIGTERM), 0);
+    if (second_signal) {
+      std::this_thread::sleep_for(1s);
+      const auto signalled = Clock::now();
+      ASSERT_EQ(::kill(proc.pid(), SIGTERM), 0);
+      EXPECT_EQ(proc.wait_exit(60s), 0) << proc.logs();
+      std::cout
+          << "[eos] exited "
+          << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - signalled).count()
+          << " ms after the second signal" << std::endl;
+      EXPECT_NE(proc.stderr_text().find("not waiting for the Kafka commit"), std::string::npos)
+          << proc.logs();
+      ASSERT_EQ(kafka_outage.start(), 0);
+    } else {
+      std::this_thread::sleep_for(2s);
+      EXPECT_TRUE(proc.running()) << "stopped without waiting for the commit\n" << proc.logs();
+      ASSERT_EQ(kafka_outage.start(), 0);
+      EXPECT_EQ(proc.wait_exit(90s), 0) << proc.logs();
+      EXPECT_NE(proc.stderr_text().find("commit_transaction completed after"), std::string::npos)
+          << proc.logs();
+    }
+    proc.start();
+    EXPECT_TRUE(caught_up(proc)) << proc.logs();
+    ASSERT_TRUE(stop_gracefully(proc, name_));
+    expect_exactly_once(second_signal ? "second signal during a stalled commit"
+                                      : "SIGTERM during a stalled commit");
+  }
+
   /// Every row of the table is in the topic exactly once (by id header and by key), nothing else.
   void expect_exactly_once(const std::string& what) {
     const long rows = std::stol(pg_->value("SELECT count(*) FROM " + table("t")));
@@ -286,6 +326,17 @@ TEST_F(ExactlyOnceTest, StalledCommitLeavesTheEventLoopResponsive) {
             << std::endl;
   ASSERT_TRUE(stop_gracefully(proc, name_));
   expect_exactly_once("stalled commit");
+}
+
+// SIGTERM while a commit cannot complete: the stopping process waits for it (blocking: it is
+// stopping anyway) and commits it once the broker is back; a second signal aborts it at once.
+// Either way the next start publishes exactly once.
+TEST_F(ExactlyOnceTest, SigtermDuringAStalledCommitCommitsItOnceTheBrokerIsBack) {
+  sigterm_during_a_stalled_commit(/*second_signal=*/false);
+}
+
+TEST_F(ExactlyOnceTest, SecondSignalDuringAStalledCommitAbortsIt) {
+  sigterm_during_a_stalled_commit(/*second_signal=*/true);
 }
 
 TEST_F(ExactlyOnceTest, AWokenZombieHolderIsFencedOrStandsByAndPublishesNothing) {
