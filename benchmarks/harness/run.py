@@ -30,10 +30,12 @@ import datetime
 import os
 import re
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -444,7 +446,9 @@ def main() -> int:
             os.environ[f"BENCH_{key.upper()}"] = getattr(args, key)
     args.walrelay = ROOT / args.build / "src/walrelay"
     args.mock_broker = ROOT / args.build / "benchmarks/mock_broker"
-    args.work = os.environ.get("TMPDIR", "/tmp") + f"/walrelay-bench-{os.getpid()}"
+    # A directory of this run's own (a PID can be reused by a later run; it is kept, with
+    # walrelay's logs, only when the run fails).
+    args.work = tempfile.mkdtemp(prefix="walrelay-bench-")
 
     svc = Services()
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -499,6 +503,7 @@ def main() -> int:
         out = Path(args.out) / f"{started:%Y%m%dT%H%M%S}-{args.mode}-{args.transport}.json"
         write_json(out, {"meta": meta, "summary": summary, "runs": raw})
         print(f"\nwritten: {out}")
+        shutil.rmtree(args.work, ignore_errors=True)
         return 0
     except BenchError as e:
         print(f"benchmark failed: {e}", file=sys.stderr)
