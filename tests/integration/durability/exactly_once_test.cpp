@@ -122,16 +122,24 @@ class ExactlyOnceTest : public IntegrationTest {
   }
 
   /// delivery exactly_once with an initial snapshot of `names` (table() suffixes) in chunks of
-  /// 100 rows and at most 300 events in flight: slow enough to be killed in its middle.
-  /// make_config starts the state directory afresh; `state_dir` (when given) receives it.
-  [[nodiscard]] std::string slow_snapshot_yaml(const std::vector<std::string>& names,
-                                               std::string* state_dir = nullptr) const {
+  /// `chunk_size` rows. make_config starts the state directory afresh.
+  [[nodiscard]] WalrelayConfig snapshot_config(const std::vector<std::string>& names,
+                                               int chunk_size) const {
     std::vector<TableEntry> tables;
     for (const auto& n : names) tables.push_back({table(n)});
     WalrelayConfig cfg = make_config(tables);
     cfg.snapshot_mode = "initial";
-    cfg.snapshot_lines = "  chunk_size: 100\n";
+    cfg.snapshot_lines = "  chunk_size: " + std::to_string(chunk_size) + "\n";
     cfg.extra_yaml = "delivery: exactly_once\n";
+    return cfg;
+  }
+
+  /// snapshot_config in chunks of 100 rows and at most 300 events in flight: slow enough to be
+  /// killed in its middle. make_config starts the state directory afresh; `state_dir` (when given)
+  /// receives it.
+  [[nodiscard]] std::string slow_snapshot_yaml(const std::vector<std::string>& names,
+                                               std::string* state_dir = nullptr) const {
+    const WalrelayConfig cfg = snapshot_config(names, 100);
     if (state_dir != nullptr) *state_dir = cfg.state_dir;
     std::string yaml = cfg.to_yaml();
     const std::string anchor = "  bootstrap_servers: ";
@@ -517,10 +525,7 @@ TEST_F(ExactlyOnceTest, DeadLetterRecordsArePartOfTheKafkaTransaction) {
 // once committed); the stream follows them, and a read_committed consumer sees each row once.
 TEST_F(ExactlyOnceTest, SnapshotRowsAreCommittedInKafkaTransactions) {
   pg_->exec("INSERT INTO " + table("t") + " SELECT g, 1 FROM generate_series(1, 5000) g");
-  WalrelayConfig cfg = make_config({{table("t")}});
-  cfg.snapshot_mode = "initial";
-  cfg.snapshot_lines = "  chunk_size: 700\n";
-  cfg.extra_yaml = "delivery: exactly_once\n";
+  WalrelayConfig cfg = snapshot_config({"t"}, 700);
   WalrelayProcess proc(cfg.to_yaml(), "walrelay (exactly once, snapshot)");
   start_streaming(proc, name_);
   pg_->exec("INSERT INTO " + table("t") + " SELECT g, 2 FROM generate_series(5001, 5100) g");
@@ -545,10 +550,8 @@ TEST_F(ExactlyOnceTest, SnapshotRowsAreExactlyOnceAcrossSigkills) {
   pg_->exec("CREATE TABLE " + table("s") + " (id bigint PRIMARY KEY, v int NOT NULL)");
   pg_->exec("INSERT INTO " + table("s") + " SELECT g, 1 FROM generate_series(1, " +
             std::to_string(kSignalRows) + ") g");
-  WalrelayConfig cfg = make_config({{table("t")}, {table("s")}});
-  cfg.snapshot_mode = "initial";
-  cfg.snapshot_lines = "  chunk_size: 500\n";
-  cfg.extra_yaml = "delivery: exactly_once\nexactly_once:\n  commit_interval: 200ms\n";
+  WalrelayConfig cfg = snapshot_config({"t", "s"}, 500);
+  cfg.extra_yaml += "exactly_once:\n  commit_interval: 200ms\n";
   // Few snapshot rows in flight (about 1,500 per Kafka transaction): the initial snapshot takes
   // some seconds, so the first kill comes in the middle of it.
   std::string yaml = cfg.to_yaml();
@@ -700,10 +703,7 @@ TEST_F(ExactlyOnceTest, ADroppedSlotsIncrementalProgressIsNotResumedByItsSuccess
   constexpr long kRows = 6'000;
   pg_->exec("INSERT INTO " + table("t") + " SELECT g, 1 FROM generate_series(1, " +
             std::to_string(kRows) + ") g");
-  WalrelayConfig cfg = make_config({{table("t")}});
-  cfg.snapshot_mode = "initial";
-  cfg.snapshot_lines = "  chunk_size: 20\n";
-  cfg.extra_yaml = "delivery: exactly_once\n";
+  WalrelayConfig cfg = snapshot_config({"t"}, 20);
   WalrelayProcess proc(cfg.to_yaml(), "walrelay (exactly once, dropped slot)");
   start_streaming(proc, name_);
   pg_->exec(
