@@ -7,13 +7,50 @@
 
 namespace walrelay::json {
 
+namespace {
+
+// The bytes of w (little endian) that need escaping in a JSON string (below 0x20, '"', '\\') have
+// their top bit set in the result; the lowest set byte is always right (a borrow can only flag
+// bytes above a real hit). Bytes >= 0x80 are never flagged.
+std::uint64_t needs_escape8(std::uint64_t w) {
+  static_assert(std::endian::native == std::endian::little);
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+  constexpr std::uint64_t kHigh = 0x8080808080808080ull;
+  const std::uint64_t quote = w ^ (kOnes * static_cast<unsigned char>('"'));
+  const std::uint64_t backslash = w ^ (kOnes * static_cast<unsigned char>('\\'));
+  return (((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) |
+          ((backslash - kOnes) & ~backslash)) &
+         kHigh;
+}
+
+// The offset of the first byte of text[from..] that needs escaping, or text.size(): eight bytes
+// a step, then byte by byte.
+std::size_t next_escape(std::string_view text, std::size_t from) {
+  std::size_t i = from;
+  while (text.size() - i >= 8) {
+    std::uint64_t chunk = 0;
+    std::memcpy(&chunk, text.data() + i, 8);
+    if (const std::uint64_t hit = needs_escape8(chunk); hit != 0) {
+      return i + static_cast<std::size_t>(std::countr_zero(hit) / 8);
+    }
+    i += 8;
+  }
+  for (; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == '"' || c == '\\') return i;
+  }
+  return i;
+}
+
+}  // namespace
+
 void append_string(std::string& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
+  out.reserve(out.size() + text.size() + 2);
   out.push_back('"');
   std::size_t run = 0;  // start of the current run of bytes that need no escaping
-  for (std::size_t i = 0; i < text.size(); ++i) {
+  for (std::size_t i = next_escape(text, 0); i < text.size(); i = next_escape(text, run)) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
     out.append(text.data() + run, i - run);
     run = i + 1;
     switch (c) {

@@ -2,6 +2,8 @@
 
 #include <strings.h>
 
+#include <algorithm>
+
 #include "walrelay/core/json.hpp"
 
 namespace walrelay::decoder {
@@ -42,7 +44,9 @@ bool append_wal2json_value(std::string& out, std::optional<std::string_view> tex
     case kFloat8Oid:
     case kNumericOid: {
       // Digits first: the common case, and then not NaN/Infinity (their letters are not digits).
-      const bool digits = v.find_first_not_of("0123456789+-eE.") == std::string_view::npos;
+      const bool digits = std::all_of(v.begin(), v.end(), [](char c) {
+        return (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
+      });
       const bool special =
           !digits && (starts_with_nocase(v, "NaN") || starts_with_nocase(v, "Infinity") ||
                       starts_with_nocase(v, "-Infinity"));

@@ -1351,7 +1351,10 @@ bool append_value(std::string& out, std::string_view token, const ResolvedType& 
   }
 
   std::string_view text = token;
-  if (quoted) {
+  if (quoted && token.size() >= 2 && token.back() == '"' &&
+      token.find('\\', 1) == std::string_view::npos) {
+    text = token.substr(1, token.size() - 2);  // nothing escaped: the text is the token's inside
+  } else if (quoted) {
     auto& buf = tl_text;
     buf.clear();
     if (!json::unescape_string(token, buf))

@@ -90,3 +90,49 @@ TEST(Json, EscapeSupplementaryFindsEveryLeadByteInLongText) {
   json::escape_supplementary(short_text, 10);
   EXPECT_EQ(short_text, emoji);
 }
+
+TEST(Json, EscapesEveryByteAtEveryOffsetOfItsEightByteStep) {
+  // The escape scan looks at eight bytes a step: every byte value at each offset of a step, after
+  // and before runs of plain ASCII and of bytes >= 0x80 (never escaped), is escaped exactly as a
+  // byte-by-byte reference does.
+  const auto reference = [](std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out = "\"";
+    for (const char ch : text) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c == '"') {
+        out += "\\\"";
+      } else if (c == '\\') {
+        out += "\\\\";
+      } else if (c == '\b') {
+        out += "\\b";
+      } else if (c == '\f') {
+        out += "\\f";
+      } else if (c == '\n') {
+        out += "\\n";
+      } else if (c == '\r') {
+        out += "\\r";
+      } else if (c == '\t') {
+        out += "\\t";
+      } else if (c < 0x20) {
+        out += "\\u00";
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 0xF]);
+      } else {
+        out.push_back(ch);
+      }
+    }
+    return out + "\"";
+  };
+  for (const char fill : {'a', '\xC3', '\x7F', '!'}) {
+    for (int b = 0; b < 256; ++b) {
+      for (std::size_t at = 0; at < 19; ++at) {
+        std::string text(19, fill);
+        text[at] = static_cast<char>(b);
+        std::string out = "prefix";
+        json::append_string(out, text);
+        ASSERT_EQ(out, "prefix" + reference(text)) << "byte " << b << " at " << at;
+      }
+    }
+  }
+}
