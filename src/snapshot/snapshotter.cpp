@@ -124,11 +124,18 @@ bool Snapshotter::open_worker(Worker& w) {
     fail(SnapshotFailure::kRetry, c.error());
     return false;
   }
-  if (!exported_.empty() && progress_.xid == 0) {
+  if (!exported_.empty() && snapshot_time_.count() == 0) {
+    // The snapshot's horizon (source.txId) and its time (source.ts_ms of every row read on it:
+    // Debezium's PostgreSQL snapshot reads CURRENT_TIMESTAMP in its snapshot transaction once,
+    // RelationalSnapshotChangeEventSource#getSnapshotSourceTimestamp).
     if (!begin_read(w)) return false;
-    if (auto r = w.conn->exec("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint");
+    if (auto r = w.conn->exec("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, "
+                              "(extract(epoch FROM now()) * 1000000)::bigint");
         r && PQntuples(r->get()) == 1) {
-      progress_.xid = std::strtoull(PQgetvalue(r->get(), 0, 0), nullptr, 10);
+      if (progress_.xid == 0)
+        progress_.xid = std::strtoull(PQgetvalue(r->get(), 0, 0), nullptr, 10);
+      snapshot_time_ =
+          std::chrono::microseconds(std::strtoll(PQgetvalue(r->get(), 0, 1), nullptr, 10));
     }
     end_read(w);
   }
@@ -398,7 +405,9 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
   // A chunk with rows: the previous chunk's last row, held back in case it was the table's last,
   // is now an ordinary row.
   w.result = std::move(*result);
-  w.read_time = now_us();
+  // Rows read on the exported snapshot carry its time; a table read in its current state (no
+  // exported snapshot, or rewritten since the export) the time its chunk was read.
+  w.read_time = snapshot_time_.count() != 0 && !w.table->current_state ? snapshot_time_ : now_us();
   w.next_row = 0;
   const int rows = PQntuples(w.result.get());
   if (rows > 0) {

@@ -141,9 +141,9 @@ class Snapshotter {
     Table* table = nullptr;
     ResultPtr result;  // the chunk being published
     int next_row = 0;  // next row of `result` to publish
-    /// When `result` was taken from the server (Unix epoch): its rows' source.ts_ms/ts_us. One
-    /// reading per chunk: the rows were read together, and the router's source block is then
-    /// written once per chunk instead of once per row.
+    /// Its rows' source.ts_ms/ts_us (Unix epoch): the exported snapshot's time (snapshot_time_)
+    /// for rows read on it, else when `result` was taken from the server. One value per chunk,
+    /// so the router's source block is written once per chunk instead of once per row.
     std::chrono::microseconds read_time{0};
     bool in_txn = false;   // a read transaction is open (one chunk, or a keyless cursor)
     bool cursor = false;   // reading a keyless table through a cursor
@@ -196,6 +196,9 @@ class Snapshotter {
   SnapshotProgressStore& store_;
   SnapshotProgress progress_;
   std::string exported_;
+  /// now() of the first read on the exported snapshot (Unix epoch µs; 0 until read): the time of
+  /// every row read on it, as Debezium's CURRENT_TIMESTAMP of its snapshot transaction.
+  std::chrono::microseconds snapshot_time_{0};
   Done done_;
   HandOver hand_over_;
   std::vector<Table> tables_;
