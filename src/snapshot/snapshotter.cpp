@@ -340,6 +340,8 @@ void Snapshotter::read_chunk(Worker& w, bool prefetch) {
         if (!wp->cursor) end_read(*wp);
         if (wp->result) {  // the current chunk is still being published: this is the next one
           wp->prefetched = std::move(r);
+          // A cursor chunk's last row waits for this look-ahead to know its marker.
+          if (wp->cursor && wp->next_row + 1 == PQntuples(wp->result.get())) publish_rows(*wp);
           return;
         }
         on_chunk(*wp, std::move(r));
@@ -422,6 +424,10 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
     t.have_next_after = true;
     read_chunk(w, /*prefetch=*/true);
     if (stopped_) return;
+  } else if (w.cursor && rows == static_cast<int>(settings_.chunk_size)) {
+    // A full cursor chunk: the next FETCH tells whether this chunk's last row is the table's.
+    read_chunk(w, /*prefetch=*/true);
+    if (stopped_) return;
   }
   publish_rows(w);
 }
@@ -429,13 +435,27 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
 void Snapshotter::publish_rows(Worker& w) {
   Table& t = *w.table;
   // Keyset chunks ask for one row more than they publish: it tells whether another chunk
-  // follows, so the table's last row gets its marker. A cursor cannot look ahead: a keyless
-  // table whose size is a multiple of the chunk size ends with an empty chunk.
+  // follows, so the table's last row gets its marker. A full cursor chunk's last row waits for
+  // the next FETCH (asked for in on_chunk): none (an empty result) makes it the table's last.
   const int fetched = PQntuples(w.result.get());
   const int rows = std::min(fetched, static_cast<int>(settings_.chunk_size));
-  const bool last_chunk = w.cursor ? fetched < static_cast<int>(settings_.chunk_size)
-                                   : fetched <= static_cast<int>(settings_.chunk_size);
-  while (w.next_row < rows) {
+  bool last_chunk = fetched <= static_cast<int>(settings_.chunk_size);
+  int publishable = rows;
+  if (w.cursor && fetched == static_cast<int>(settings_.chunk_size)) {
+    if (!w.prefetched) {
+      last_chunk = false;
+      publishable = rows - 1;  // the look-ahead's handler publishes the last row
+      if (stopped_) return;
+      read_chunk(w, /*prefetch=*/true);  // unless asked for already (or no room yet: retried)
+      if (stopped_) return;
+    } else {
+      last_chunk = *w.prefetched && PQntuples(w.prefetched->value().get()) == 0;
+      if (last_chunk) w.prefetched.reset();  // the empty look-ahead: nothing more to read
+    }
+  } else if (w.cursor) {
+    last_chunk = true;  // fewer rows than asked for: the cursor is at its end
+  }
+  while (w.next_row < publishable) {
     if (reading_stopped_) return;
     const int row = w.next_row;
     const bool table_first = t.progress->rows == 0 && t.rows_published == 0;
@@ -461,6 +481,7 @@ void Snapshotter::publish_rows(Worker& w) {
     ++t.rows_published;
     ++w.next_row;
   }
+  if (w.next_row < rows) return;  // waiting for the look-ahead
   if (rows > 0) {
     Chunk& c = t.chunks.back();
     c.rows = static_cast<std::uint64_t>(rows);

@@ -348,16 +348,22 @@ TEST_F(SnapshotTest, OutboxTablesAreNotReadKeylessTablesAreReadWhole) {
   pg_->exec("INSERT INTO " + ob +
             " VALUES ('11111111-1111-1111-1111-111111111111', 'o-1', 'Order', '{}')");
   pg_->exec("CREATE TABLE " + table("log") + " (id int, v int, t text)");  // no key
-  pg_->exec("INSERT INTO " + table("log") + " SELECT g, g, 'x' FROM generate_series(1, 250) g");
+  // 300 rows in chunks of 100: the last FETCH is empty, and the last row still gets its marker.
+  pg_->exec("INSERT INTO " + table("log") + " SELECT g, g, 'x' FROM generate_series(1, 300) g");
   create_rows_table("keyed", 0);
   auto cfg = snapshot_config(
       {{ob, {"topic: \"" + name_ + ".{aggregate_type}\""}}, {table("log")}, {table("keyed")}},
       "  chunk_size: 100\n");
   WalrelayProcess proc(cfg.to_yaml());
   start_streaming(proc, name_);
-  const auto log_records = kafka_->read_at_least({topic("log")}, 250);
+  const auto log_records = kafka_->read_at_least({topic("log")}, 300);
   ASSERT_TRUE(stop_gracefully(proc, name_));
-  EXPECT_EQ(log_records.size(), 250u);
+  EXPECT_EQ(log_records.size(), 300u);
+  std::size_t last_markers = 0;
+  for (const auto& r : log_records) {
+    if (r.value && json_string_at(*r.value, "/source/snapshot").starts_with("last")) ++last_markers;
+  }
+  EXPECT_EQ(last_markers, 1u) << describe(log_records);
   EXPECT_NE(
       proc.stderr_text().find("has no key (no primary key or unique index on NOT NULL columns)"),
       std::string::npos)
@@ -372,7 +378,7 @@ TEST_F(SnapshotTest, OutboxTablesAreNotReadKeylessTablesAreReadWhole) {
   start_streaming(again, name_);
   ASSERT_TRUE(stop_gracefully(again, name_));
   EXPECT_EQ(again.stderr_text().find("snapshot:"), std::string::npos) << again.logs();
-  EXPECT_EQ(kafka_->read_all({topic("log")}).size(), 250u);
+  EXPECT_EQ(kafka_->read_all({topic("log")}).size(), 300u);
 }
 
 TEST_F(SnapshotTest, ModeNeverPublishesNoRowsAndInitialOnlyKeepsNoSlot) {
@@ -906,6 +912,11 @@ TEST_F(SnapshotTest, AnIncrementalSnapshotOfAPartitionedTableGoesToItsLeafTopics
   EXPECT_EQ(eu.size(), 4u) << describe(eu);
   EXPECT_EQ(rest.size(), 8u) << describe(rest);
   EXPECT_TRUE(kafka_->read_all({topic("parted")}, 5s).empty());
+  // The start-up line names the leaves' topics, not the root's.
+  EXPECT_NE(proc.stderr_text().find(table("parted") + " → the topics of its 2 leaf partition(s) (" +
+                                    table("p_eu") + ", " + table("p_rest") + ")"),
+            std::string::npos)
+      << proc.logs();
 }
 
 // The signal table's rows are signals, never published, also when a `tables` pattern matches it:
