@@ -72,7 +72,6 @@ Connector::Outcome Connector::check_tables() {
     }
     if (v.role != router::TableRole::kRowChange) continue;  // excluded
     const std::string qualified = schema + "." + table;
-    routes.push_back(qualified + " → " + v.topic);
     if (m.partitioned && cfg_.events.partitions == "leaf") {
       // Leaf topics: a snapshot reads each leaf, so its rows go where its changes go.
       auto leaves =
@@ -87,11 +86,17 @@ Connector::Outcome Connector::check_tables() {
         return Outcome::kRetry;
       }
       auto& listed = leaf_partitions_[{schema, table}];
+      std::string names;
       for (const auto& leaf : *leaves) {
         snapshot_tables_.emplace_back(leaf[0].value_or(""), leaf[1].value_or(""));
         listed.push_back(snapshot_tables_.back());
+        names += (names.empty() ? "" : ", ") + listed.back().first + "." + listed.back().second;
       }
+      // events.partitions: leaf: each leaf's changes go to the leaf's own topic, not v.topic.
+      routes.push_back(qualified + " → the topics of its " + std::to_string(listed.size()) +
+                       " leaf partition(s) (" + names + ")");
     } else {
+      routes.push_back(qualified + " → " + v.topic);
       snapshot_tables_.emplace_back(schema, table);
     }
   }
