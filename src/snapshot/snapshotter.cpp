@@ -247,7 +247,9 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
   if (auto r = w.conn->exec("SELECT reltuples FROM pg_catalog.pg_class WHERE oid = to_regclass(" +
                             replication::quote_literal(qualified(p.schema, p.table)) + ")");
       r && PQntuples(r->get()) == 1) {
-    t.estimated_rows = std::max(0.0, std::strtod(PQgetvalue(r->get(), 0, 0), nullptr));
+    const double reltuples = std::strtod(PQgetvalue(r->get(), 0, 0), nullptr);
+    t.estimated = reltuples >= 0;  // -1 until the table is first vacuumed or analysed
+    t.estimated_rows = std::max(0.0, reltuples);
   }
   if (t.plan.key.empty()) {
     spdlog::warn(
@@ -283,8 +285,10 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
     }
     w.cursor = true;
   }
-  spdlog::info("snapshot: reading {}.{} (about {:.0f} rows{}{})", p.schema, p.table,
-               t.estimated_rows, t.plan.key.empty() ? "" : ", in key order",
+  spdlog::info("snapshot: reading {}.{} ({}{}{})", p.schema, p.table,
+               t.estimated ? fmt::format("about {:.0f} rows", t.estimated_rows)
+                           : std::string("row count not estimated before ANALYZE"),
+               t.plan.key.empty() ? "" : ", in key order",
                t.have_next_after ? ", resuming after " + std::to_string(p.rows) + " rows" : "");
   return true;
 }

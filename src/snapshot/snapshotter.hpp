@@ -127,6 +127,7 @@ class Snapshotter {
     std::uint64_t next_chunk = 0;
     std::uint64_t rows_published = 0;  // this run
     double estimated_rows = 0;         // pg_class.reltuples
+    bool estimated = false;            // reltuples was known (not -1: never vacuumed/analysed)
     bool assigned = false;
     bool read_complete = false;
     int shape_refreshes = 0;  // re-reads of the shape after a column change
