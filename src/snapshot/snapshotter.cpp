@@ -63,7 +63,8 @@ Snapshotter::Snapshotter(asio::any_io_executor executor, Settings settings,
       progress_(std::move(progress)),
       exported_(std::move(exported_snapshot)),
       done_(std::move(done)),
-      progress_timer_(executor_) {
+      progress_timer_(executor_),
+      save_timer_(executor_) {
   tables_.resize(progress_.tables.size());
   for (std::size_t i = 0; i < tables_.size(); ++i) {
     tables_[i].progress = &progress_.tables[i];
@@ -83,6 +84,8 @@ Snapshotter::~Snapshotter() {
 }
 
 void Snapshotter::stop() {
+  if (save_pending_) write_progress();
+  save_timer_.cancel();
   stopped_ = true;
   progress_timer_.cancel();
   for (auto& w : workers_) {
@@ -231,7 +234,7 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
     spdlog::warn("snapshot: table {}.{} no longer exists; skipping it", p.schema, p.table);
     p.done = true;
     t.read_complete = true;
-    save_progress();
+    save_progress(/*now=*/true);
     return false;
   }
   // Pagination key: the primary key (unique by definition), else the table's configured or
@@ -275,7 +278,7 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
         spdlog::warn("snapshot: table {}.{} no longer exists; skipping it", p.schema, p.table);
         p.done = true;
         t.read_complete = true;
-        save_progress();
+        save_progress(/*now=*/true);
         return false;
       }
       fail(SnapshotFailure::kRetry, "snapshot of " + p.schema + "." + p.table +
@@ -693,7 +696,7 @@ void Snapshotter::advance(Table& t) {
     spdlog::info("snapshot: {}.{} done: {} rows in {:.1f} s", t.progress->schema, t.progress->table,
                  t.progress->rows, secs);
   }
-  if (moved) save_progress();
+  if (moved) save_progress(/*now=*/t.progress->done);
   check_done();
 }
 
@@ -759,7 +762,27 @@ void Snapshotter::check_done() {
   asio::post(executor_, [done = done_] { done(std::nullopt, ""); });
 }
 
-void Snapshotter::save_progress() {
+void Snapshotter::save_progress(bool now) {
+  // Every acknowledged chunk moves the progress; an fsync per chunk held the event loop for
+  // ~0.25 s of a 1M-row snapshot's ~1.8 s.
+  const auto due = last_save_ + kSaveInterval;
+  if (!now && std::chrono::steady_clock::now() < due) {
+    if (!save_pending_) {
+      save_pending_ = true;
+      save_timer_.expires_at(due);
+      save_timer_.async_wait(
+          [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
+            if (!ec && !alive.expired() && save_pending_) write_progress();
+          });
+    }
+    return;
+  }
+  write_progress();
+}
+
+void Snapshotter::write_progress() {
+  save_pending_ = false;
+  last_save_ = std::chrono::steady_clock::now();
   if (auto saved = store_.save(progress_); !saved) {
     spdlog::warn("snapshot: cannot save progress: {}", saved.error());
   }

@@ -185,7 +185,12 @@ class Snapshotter {
   void finish_table_read(Worker& w);
   void advance(Table& t);
   void check_done();
-  void save_progress();
+  /// Saves progress_ to the store (fsync: ~1 ms of the event loop): at once when `now` or the
+  /// last save is kSaveInterval old, else once that interval has passed (one save for every
+  /// chunk acknowledged in between). A crash loses at most that much progress: those chunks are
+  /// read again (duplicates, never a gap). stop() writes what is pending.
+  void save_progress(bool now = false);
+  void write_progress();
   void schedule_progress_log();
   [[nodiscard]] bool has_room() const;
 
@@ -205,6 +210,10 @@ class Snapshotter {
   std::vector<Table> tables_;
   std::vector<Worker> workers_;
   boost::asio::steady_timer progress_timer_;
+  static constexpr std::chrono::milliseconds kSaveInterval{100};
+  boost::asio::steady_timer save_timer_;
+  std::chrono::steady_clock::time_point last_save_{};
+  bool save_pending_ = false;
   bool stopped_ = false;
   bool reading_stopped_ = false;
   bool any_published_ = false;
