@@ -792,7 +792,7 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route_snapshot
 // ---- row changes ---------------------------------------------------------------------------
 
 void EventRouter::append_image(std::string& out, const std::vector<decoder::Column>& cols,
-                               const Rule& rule, std::string& err) {
+                               const Rule& rule, std::string& err, bool padded) {
   out.push_back('{');
   bool first = true;
   const auto* schema = rule.schema;
@@ -819,7 +819,7 @@ void EventRouter::append_image(std::string& out, const std::vector<decoder::Colu
                                  : schema->column(col.name);
       if (ci != nullptr) {
         typmod = ci->typmod;
-        if (ci->not_null && col.is_null()) note_nan_as_null(rule, col);
+        if (ci->not_null && col.is_null() && !padded) note_nan_as_null(rule, col);
       }
     }
     if (!append_value(out, col.value, column_type(rule, i, col.type_oid, typmod), types_,
@@ -1365,7 +1365,7 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
           padded_.push_back(decoder::Column{ci.name, rule.names_json[i], ci.type_oid, "null"});
         }
       }
-      append_image(s.value, padded_, rule, err);
+      append_image(s.value, padded_, rule, err, /*padded=*/true);
     } else {
       append_image(s.value, *before, rule, err);
     }

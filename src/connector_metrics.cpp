@@ -128,6 +128,10 @@ std::string Connector::metrics_text() {
   metric(out, "walrelay_delivery_errors_total", "counter",
          "delivery reports with an error that could not be retried");
   sample(out, "walrelay_delivery_errors_total", delivery_errors_);
+  metric(out, "walrelay_nan_as_null_total", "counter",
+         "NOT NULL numeric/float values that arrived as null (wal2json before 2.6 prints NaN and "
+         "Infinity as null)");
+  sample(out, "walrelay_nan_as_null_total", router_ ? router_->nan_as_null_count() : 0);
   // delivery exactly_once (0 in the default mode, served always so that dashboards need no mode).
   labelled(out, "walrelay_kafka_transactions_total", "counter",
            "Kafka transactions ended (delivery exactly_once)", "outcome",

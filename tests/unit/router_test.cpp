@@ -744,3 +744,25 @@ TEST(Router, ColumnTypesAreLookedUpAgainWhenTheRegistryLearnsAType) {
   ASSERT_EQ(text.size(), 1u);
   EXPECT_TRUE(has(*text[0].value, R"("after":{"id":7,"qty":"5"})")) << *text[0].value;
 }
+
+// wal2json < 2.6 prints NaN of a NOT NULL numeric column as null: counted. A DELETE's before image
+// in the debezium format is padded with null for the columns outside the replica identity; those
+// nulls are not values and never count (nor warn).
+TEST(Router, NanAsNullCountsRealValuesNotADeletesPaddedBeforeImage) {
+  Harness h;
+  h.cfg.events.value_format = "debezium";
+  TableSchema ts;
+  ts.schema = ts.root_schema = "public";
+  ts.table = ts.root_table = "invoices";
+  ts.columns = {ColumnInfo{"id", 23, -1, true, false}, ColumnInfo{"total", 1700, -1, true, true}};
+  ts.primary_key = {"id"};
+  h.schemas.tables["public.invoices"] = ts;
+  auto deleted = h.route(
+      R"({"action":"D","xid":5,"lsn":"0/10","schema":"public","table":"invoices","identity":[{"name":"id","typeoid":23,"value":1}],"pk":[{"name":"id","typeoid":23}]})");
+  ASSERT_FALSE(deleted.empty());
+  EXPECT_TRUE(has(*deleted[0].value, R"("before":{"id":1,"total":null})")) << *deleted[0].value;
+  EXPECT_EQ(h.router->nan_as_null_count(), 0u);
+  h.route(
+      R"({"action":"I","xid":5,"lsn":"0/10","schema":"public","table":"invoices","columns":[{"name":"id","typeoid":23,"value":2},{"name":"total","typeoid":1700,"value":null}],"pk":[{"name":"id","typeoid":23}]})");
+  EXPECT_EQ(h.router->nan_as_null_count(), 1u);
+}

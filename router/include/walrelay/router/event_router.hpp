@@ -190,8 +190,11 @@ class EventRouter {
   void begin_metadata_if_needed();
   /// A transaction-metadata record with its topic, key and `{"status":…,"id":…` started.
   Slot& transaction_record(std::string_view status);
+  /// `padded`: a DELETE's before image padded with null for the columns its replica identity
+  /// leaves out (Debezium's shape): those nulls are not values, so a NOT NULL column's null is
+  /// no sign of wal2json's NaN-as-null there.
   void append_image(std::string& out, const std::vector<decoder::Column>& cols, const Rule& rule,
-                    std::string& err);
+                    std::string& err, bool padded = false);
   bool append_after_image(std::string& out, const decoder::Change& c, const Rule& rule,
                           std::string& err);
   /// The key's JSON into `out`; with `header`, also the key as Kafka Connect's
