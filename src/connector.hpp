@@ -141,6 +141,10 @@ class Connector {
   /// snapshot.mode initial_only: read from a temporary slot's snapshot, keep no slot.
   Outcome prepare_initial_only();
   void run_snapshot();
+  /// The incremental snapshot queue saved for this slot (`<state dir>/<slot>.incremental`);
+  /// nullopt when there is none, it is of another slot (an older one of this name), or the file
+  /// cannot be read (the error is not reported here).
+  [[nodiscard]] std::optional<snapshot::SnapshotProgress> load_incremental_queue() const;
   /// Queues tables (with their acknowledged positions) for an incremental snapshot, durably.
   bool hand_over_to_incremental(const std::vector<snapshot::TableProgress>& tables);
   /// delivery exactly_once, at a session's start: the snapshot progress in `position` (Kafka's last

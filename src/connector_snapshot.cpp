@@ -163,14 +163,21 @@ bool Connector::reconcile_snapshot_progress(const sink::StreamPosition& position
   return take(position.incremental, ".incremental", false);
 }
 
+std::optional<snapshot::SnapshotProgress> Connector::load_incremental_queue() const {
+  const std::string& slot = cfg_.source.slot;
+  const snapshot::SnapshotProgressStore store(progress_dir(cfg_), slot, ".incremental");
+  if (auto loaded = store.load(); loaded && *loaded && (*loaded)->slot == slot) {
+    return std::move(**loaded);
+  }
+  return std::nullopt;
+}
+
 bool Connector::hand_over_to_incremental(const std::vector<snapshot::TableProgress>& tables) {
   const std::string& slot = cfg_.source.slot;
   incremental_store_ =
       std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot, ".incremental");
-  snapshot::SnapshotProgress queue;
-  if (auto loaded = incremental_store_->load(); loaded && *loaded && (*loaded)->slot == slot) {
-    queue = std::move(**loaded);
-  }
+  snapshot::SnapshotProgress queue =
+      load_incremental_queue().value_or(snapshot::SnapshotProgress{});
   queue.slot = slot;
   for (const auto& t : tables) {
     std::erase_if(queue.tables,
@@ -251,13 +258,7 @@ void Connector::run_snapshot() {
   // delivery exactly_once: the incremental queue saved so far (tables handed over by an earlier
   // run of this snapshot) goes into every position record until start_incremental takes over.
   queued_incremental_.reset();
-  if (exactly_once()) {
-    const snapshot::SnapshotProgressStore store(progress_dir(cfg_), cfg_.source.slot,
-                                                ".incremental");
-    if (auto loaded = store.load(); loaded && *loaded && (*loaded)->slot == cfg_.source.slot) {
-      queued_incremental_ = std::move(**loaded);
-    }
-  }
+  if (exactly_once()) queued_incremental_ = load_incremental_queue();
   snapshotter_ = std::make_unique<snapshot::Snapshotter>(
       io_.get_executor(), std::move(settings), *router_, *catalog_, publisher_, *snapshot_store_,
       *snapshot_progress_, exported_snapshot_,
