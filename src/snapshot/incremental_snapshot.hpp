@@ -112,11 +112,15 @@ class IncrementalSnapshot {
   /// True while streamed keys are collected (from a chunk's start to its high watermark).
   [[nodiscard]] bool collecting() const { return phase_ != Phase::kIdle; }
   [[nodiscard]] bool busy() const;
-  /// For the progress line (once per progress interval: it also takes the rows/s reading): the
-  /// table being read, its chunks read, tables queued and the figures' summary; "" when idle.
-  [[nodiscard]] std::string status();
+  /// Takes the rows/s reading of status() and figures(): rows read since the last call (since
+  /// construction for the first) per second. Call once per progress interval (the connector's
+  /// progress timer does, while busy()).
+  void sample_rate();
+  /// For the progress line: the table being read, its chunks read, tables queued and the figures'
+  /// summary (rows/s as of the last sample_rate()); "" when idle.
+  [[nodiscard]] std::string status() const;
   /// Rows read per table queued since the start (or resumed), reltuples estimates of the tables
-  /// read so far, rows/s as of the last status(): for /metrics.
+  /// read so far, rows/s as of the last sample_rate(): for /metrics.
   [[nodiscard]] SnapshotFigures figures() const;
 
  private:
@@ -213,7 +217,7 @@ class IncrementalSnapshot {
   decoder::Change change_;
   std::string tokens_;
   std::unordered_map<std::string, double> estimates_;  // schema.table → pg_class.reltuples
-  RateMeter rate_;                                     // rows read per second, at status()
+  RateMeter rate_;                                     // rows read per second, sample_rate()
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
