@@ -626,7 +626,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   // item 8): track it as its own unit, confirmed at the end of its record.
   if (!replaying_parked_ && wait_for_lookup(x, c)) return;
   if ((c.action == Action::kMessage || c.action == Action::kInsert) &&
-      handle_snapshot_message(c, line)) {
+      handle_snapshot_message(x, c, line)) {
     return;
   }
   if (c.action == Action::kTruncate && incremental_ && incremental_->collecting()) {

@@ -82,7 +82,9 @@ class IncrementalSnapshot {
   /// Queues `names` (`schema.table`, quoted parts allowed as in `tables`) for a snapshot. A table
   /// already queued or being read starts over. Returns one message per table that was refused:
   /// unknown or not a captured row-change table, or without any key (incremental chunks need one:
-  /// `key_columns`).
+  /// `key_columns`). The checks read each table's shape from `schemas` (and the router, which reads
+  /// it there too): one `schemas` would have to query for blocks the event loop, so look such
+  /// tables up first (the connector prefetches them on the catalog's non-blocking connection).
   std::vector<std::string> execute(const std::vector<std::pair<std::string, std::string>>& tables);
   /// Stops the snapshot of `tables` (every table when empty); rows published stay.
   void stop(const std::vector<std::pair<std::string, std::string>>& tables);
