@@ -352,7 +352,8 @@ std::string table_key(std::string_view schema, std::string_view table) {
 }  // namespace
 
 bool Catalog::cached(std::string_view schema, std::string_view table) const {
-  return tables_.contains(table_key(schema, table));
+  const std::string key = table_key(schema, table);
+  return tables_.contains(key) || prefetched_.contains(key);
 }
 
 void Catalog::prefetch(std::string_view schema, std::string_view table,

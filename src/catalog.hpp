@@ -42,7 +42,8 @@ class Catalog final : public router::SchemaProvider {
   const router::TableSchema* table(std::string_view schema, std::string_view table,
                                    bool refresh) override;
 
-  /// Whether table(schema, table, false) answers from the cache (no query).
+  /// Whether table(schema, table, false) answers without a query: from the cache, or as prefetch()
+  /// promised until end_prefetch() (also for a table that does not exist).
   [[nodiscard]] bool cached(std::string_view schema, std::string_view table) const;
 
   /// Runs `sql` (no parameters, several statements allowed) on the non-blocking connection, after

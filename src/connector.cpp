@@ -626,7 +626,7 @@ void Connector::on_xlogdata(const replication::XLogData& x) {
   // item 8): track it as its own unit, confirmed at the end of its record.
   if (!replaying_parked_ && wait_for_lookup(x, c)) return;
   if ((c.action == Action::kMessage || c.action == Action::kInsert) &&
-      handle_snapshot_message(c, line)) {
+      handle_snapshot_message(x, c, line)) {
     return;
   }
   if (c.action == Action::kTruncate && incremental_ && incremental_->collecting()) {
@@ -903,6 +903,9 @@ void Connector::schedule_progress() {
     const Lsn flush = confirmable_lsn();
     const std::uint64_t lag = server_wal_end_ > flush ? server_wal_end_.value() - flush.value() : 0;
     poll_retained_wal();
+    // The incremental snapshot's rows/s, once per interval (its status and /metrics report it).
+    const bool incremental_busy = incremental_ && incremental_->busy();
+    if (incremental_busy) incremental_->sample_rate();
     spdlog::info(
         "progress: {:.0f} events/s, {} events total, flush_lsn {}, lag {} bytes, retained WAL {} "
         "bytes (restart_lsn {}), in flight {} "
@@ -920,8 +923,7 @@ void Connector::schedule_progress() {
              : std::string()) +
             (catalog_alarms_ > 0 ? fmt::format(", {} catalog alarms", catalog_alarms_)
                                  : std::string()),
-        incremental_ && incremental_->busy() ? "; " + incremental_->status() : std::string(),
-        eos_progress());
+        incremental_busy ? "; " + incremental_->status() : std::string(), eos_progress());
     // Idle after a burst: give the freed heap back (tune_allocator keeps it while busy).
     if (tracker_.in_flight_events() == 0 && events_total_ != events_at_last_trim_) {
       release_free_memory();

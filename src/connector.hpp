@@ -90,6 +90,13 @@ class Connector {
   /// when the lookup completes the line is processed again and the stream resumes. True when `c`
   /// waits for a lookup.
   bool wait_for_lookup(const replication::XLogData& x, const decoder::Change& c);
+  /// The same for a snapshot signal in `x` naming `tables`: the lookups of those whose shape is not
+  /// cached (execute's checks would query the catalog, blocking). True when the signal waits.
+  bool wait_for_lookups(const replication::XLogData& x,
+                        const std::vector<std::pair<std::string, std::string>>& tables);
+  /// Keeps `x` and pauses the stream until the lookups of `tables` (not cached) complete.
+  void park(const replication::XLogData& x,
+            const std::vector<std::pair<std::string, std::string>>& tables);
   void on_lookup_done(std::uint64_t epoch);
   /// The XLogData whose change waits for its catalog lookup.
   struct ParkedLine {
@@ -141,6 +148,10 @@ class Connector {
   /// snapshot.mode initial_only: read from a temporary slot's snapshot, keep no slot.
   Outcome prepare_initial_only();
   void run_snapshot();
+  /// The incremental snapshot queue saved for this slot (`<state dir>/<slot>.incremental`);
+  /// nullopt when there is none, it is of another slot (an older one of this name), or the file
+  /// cannot be read (the error is not reported here).
+  [[nodiscard]] std::optional<snapshot::SnapshotProgress> load_incremental_queue() const;
   /// Queues tables (with their acknowledged positions) for an incremental snapshot, durably.
   bool hand_over_to_incremental(const std::vector<snapshot::TableProgress>& tables);
   /// delivery exactly_once, at a session's start: the snapshot progress in `position` (Kafka's last
@@ -150,8 +161,11 @@ class Connector {
   bool reconcile_snapshot_progress(const sink::StreamPosition& position);
   /// While streaming: incremental snapshots (signals, new tables, resumed progress).
   void start_incremental();
-  /// A watermark or signal message of the stream: handled here (true), never published.
-  bool handle_snapshot_message(const decoder::Change& c, std::string_view original);
+  /// A watermark or signal message of the stream (the line `x`): handled here (true), never
+  /// published. A snapshot signal naming tables whose shapes are not cached waits for their lookups
+  /// first (wait_for_lookups): it is handled when the line is processed again.
+  bool handle_snapshot_message(const replication::XLogData& x, const decoder::Change& c,
+                               std::string_view original);
 
   // Per-message opaque: transaction seq (bits 0-47), session epoch (48-62), dead-letter (63).
   [[nodiscard]] std::uint64_t opaque(std::uint64_t seq, bool dead_letter) const;

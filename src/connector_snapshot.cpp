@@ -163,14 +163,21 @@ bool Connector::reconcile_snapshot_progress(const sink::StreamPosition& position
   return take(position.incremental, ".incremental", false);
 }
 
+std::optional<snapshot::SnapshotProgress> Connector::load_incremental_queue() const {
+  const std::string& slot = cfg_.source.slot;
+  const snapshot::SnapshotProgressStore store(progress_dir(cfg_), slot, ".incremental");
+  if (auto loaded = store.load(); loaded && *loaded && (*loaded)->slot == slot) {
+    return std::move(**loaded);
+  }
+  return std::nullopt;
+}
+
 bool Connector::hand_over_to_incremental(const std::vector<snapshot::TableProgress>& tables) {
   const std::string& slot = cfg_.source.slot;
   incremental_store_ =
       std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot, ".incremental");
-  snapshot::SnapshotProgress queue;
-  if (auto loaded = incremental_store_->load(); loaded && *loaded && (*loaded)->slot == slot) {
-    queue = std::move(**loaded);
-  }
+  snapshot::SnapshotProgress queue =
+      load_incremental_queue().value_or(snapshot::SnapshotProgress{});
   queue.slot = slot;
   for (const auto& t : tables) {
     std::erase_if(queue.tables,
@@ -251,13 +258,7 @@ void Connector::run_snapshot() {
   // delivery exactly_once: the incremental queue saved so far (tables handed over by an earlier
   // run of this snapshot) goes into every position record until start_incremental takes over.
   queued_incremental_.reset();
-  if (exactly_once()) {
-    const snapshot::SnapshotProgressStore store(progress_dir(cfg_), cfg_.source.slot,
-                                                ".incremental");
-    if (auto loaded = store.load(); loaded && *loaded && (*loaded)->slot == cfg_.source.slot) {
-      queued_incremental_ = std::move(**loaded);
-    }
-  }
+  if (exactly_once()) queued_incremental_ = load_incremental_queue();
   snapshotter_ = std::make_unique<snapshot::Snapshotter>(
       io_.get_executor(), std::move(settings), *router_, *catalog_, publisher_, *snapshot_store_,
       *snapshot_progress_, exported_snapshot_,
@@ -373,7 +374,8 @@ void Connector::start_incremental() {
   incremental_->kick();
 }
 
-bool Connector::handle_snapshot_message(const decoder::Change& c, std::string_view original) {
+bool Connector::handle_snapshot_message(const replication::XLogData& x, const decoder::Change& c,
+                                        std::string_view original) {
   if (c.action == decoder::Action::kMessage &&
       (c.prefix == snapshot::IncrementalSnapshot::kWatermarkPrefix ||
        c.prefix == cfg_.snapshot.signal_prefix)) {
@@ -436,11 +438,15 @@ bool Connector::handle_snapshot_message(const decoder::Change& c, std::string_vi
     return true;
   }
   std::vector<std::pair<std::string, std::string>> tables;
+  // What is said about the names is logged once the signal is applied: a signal that waits for
+  // catalog lookups is processed again when they complete.
+  std::vector<std::pair<spdlog::level::level_enum, std::string>> notes;
   for (const auto& name : signal->tables) {
     auto parsed = config::parse_table_name(name);
     if (!parsed) {
-      spdlog::error("snapshot signal at LSN {}: table '{}': {}", c.lsn.to_string(), name,
-                    parsed.error());
+      notes.emplace_back(spdlog::level::err,
+                         fmt::format("snapshot signal at LSN {}: table '{}': {}", c.lsn.to_string(),
+                                     name, parsed.error()));
       continue;
     }
     if (parsed->schema.find('*') != std::string::npos ||
@@ -456,8 +462,9 @@ bool Connector::handle_snapshot_message(const decoder::Change& c, std::string_vi
         }
       }
       if (matched == 0) {
-        spdlog::error("snapshot signal at LSN {}: {}: matches no captured table", c.lsn.to_string(),
-                      name);
+        notes.emplace_back(spdlog::level::err,
+                           fmt::format("snapshot signal at LSN {}: {}: matches no captured table",
+                                       c.lsn.to_string(), name));
       }
       continue;
     }
@@ -465,17 +472,26 @@ bool Connector::handle_snapshot_message(const decoder::Change& c, std::string_vi
     // changes do, so its leaves are read (or stopped) in its place.
     if (auto leaves = leaf_partitions_.find({parsed->schema, parsed->table});
         leaves != leaf_partitions_.end()) {
-      spdlog::info(
-          "snapshot signal at LSN {}: {} is partitioned (events.partitions: leaf): applies to its "
-          "{} leaf partition(s)",
-          c.lsn.to_string(), name, leaves->second.size());
+      notes.emplace_back(
+          spdlog::level::info,
+          fmt::format("snapshot signal at LSN {}: {} is partitioned (events.partitions: leaf): "
+                      "applies to its {} leaf partition(s)",
+                      c.lsn.to_string(), name, leaves->second.size()));
       tables.insert(tables.end(), leaves->second.begin(), leaves->second.end());
       continue;
     }
     tables.emplace_back(parsed->schema, parsed->table);
   }
+  const bool in_kafka = incremental_ && exactly_once() && eos_signal_in_kafka(c);
+  // execute's checks read the tables' shapes: those not cached are looked up first, without
+  // blocking, as for a change of a new table (the stream waits at the signal meanwhile).
+  if (incremental_ && !in_kafka && signal->kind == snapshot::Signal::Kind::kExecute &&
+      wait_for_lookups(x, tables)) {
+    return true;
+  }
+  for (const auto& [level, text] : notes) spdlog::log(level, "{}", text);
   if (!incremental_) return true;
-  if (exactly_once() && eos_signal_in_kafka(c)) {
+  if (in_kafka) {
     spdlog::info(
         "snapshot signal at LSN {}: already applied (Kafka's last committed position is past "
         "it and carries its effect)",

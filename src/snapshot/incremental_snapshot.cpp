@@ -106,15 +106,18 @@ bool IncrementalSnapshot::superseded(const std::string& key) const {
   return false;
 }
 
-std::string IncrementalSnapshot::status() {
+void IncrementalSnapshot::sample_rate() {
+  std::uint64_t rows = 0;
+  for (const auto& p : progress_.tables) rows += p.rows;
+  rate_.tick(rows);
+}
+
+std::string IncrementalSnapshot::status() const {
   const auto next = next_table();
   if (!next) return "";
   std::size_t queued = 0;
   for (const auto& t : progress_.tables) queued += t.done ? 0 : 1;
   const TableProgress& t = progress_.tables[phase_ != Phase::kIdle ? table_ : *next];
-  std::uint64_t rows = 0;
-  for (const auto& p : progress_.tables) rows += p.rows;
-  rate_.tick(rows);
   return "incremental snapshot of " + t.schema + "." + t.table + " at chunk " +
          std::to_string(t.chunks) + " of ~" + std::to_string(settings_.chunk_size) + " rows (" +
          std::to_string(queued) + " table(s) to go): " + figures().summary();

@@ -82,7 +82,9 @@ class IncrementalSnapshot {
   /// Queues `names` (`schema.table`, quoted parts allowed as in `tables`) for a snapshot. A table
   /// already queued or being read starts over. Returns one message per table that was refused:
   /// unknown or not a captured row-change table, or without any key (incremental chunks need one:
-  /// `key_columns`).
+  /// `key_columns`). The checks read each table's shape from `schemas` (and the router, which reads
+  /// it there too): one `schemas` would have to query for blocks the event loop, so look such
+  /// tables up first (the connector prefetches them on the catalog's non-blocking connection).
   std::vector<std::string> execute(const std::vector<std::pair<std::string, std::string>>& tables);
   /// Stops the snapshot of `tables` (every table when empty); rows published stay.
   void stop(const std::vector<std::pair<std::string, std::string>>& tables);
@@ -112,11 +114,15 @@ class IncrementalSnapshot {
   /// True while streamed keys are collected (from a chunk's start to its high watermark).
   [[nodiscard]] bool collecting() const { return phase_ != Phase::kIdle; }
   [[nodiscard]] bool busy() const;
-  /// For the progress line (once per progress interval: it also takes the rows/s reading): the
-  /// table being read, its chunks read, tables queued and the figures' summary; "" when idle.
-  [[nodiscard]] std::string status();
+  /// Takes the rows/s reading of status() and figures(): rows read since the last call (since
+  /// construction for the first) per second. Call once per progress interval (the connector's
+  /// progress timer does, while busy()).
+  void sample_rate();
+  /// For the progress line: the table being read, its chunks read, tables queued and the figures'
+  /// summary (rows/s as of the last sample_rate()); "" when idle.
+  [[nodiscard]] std::string status() const;
   /// Rows read per table queued since the start (or resumed), reltuples estimates of the tables
-  /// read so far, rows/s as of the last status(): for /metrics.
+  /// read so far, rows/s as of the last sample_rate(): for /metrics.
   [[nodiscard]] SnapshotFigures figures() const;
 
  private:
@@ -213,7 +219,7 @@ class IncrementalSnapshot {
   decoder::Change change_;
   std::string tokens_;
   std::unordered_map<std::string, double> estimates_;  // schema.table → pg_class.reltuples
-  RateMeter rate_;                                     // rows read per second, at status()
+  RateMeter rate_;                                     // rows read per second, sample_rate()
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 

@@ -2,7 +2,8 @@
 // walrelay's catalog connection. While it waits on the server, the event loop must keep serving
 // delivery reports and standby status updates: the changes before it are acknowledged and
 // confirmed, the changes after it wait for it (their order is kept), and nothing is confirmed
-// past it.
+// past it. The same holds for a snapshot signal naming a table walrelay never looked up: the
+// signal's checks need the table's shape.
 //
 // The lookup is made slow deterministically: another session holds an ACCESS EXCLUSIVE lock on
 // pg_catalog.pg_namespace (the lookup's first query joins it), and the test checks in
@@ -20,15 +21,25 @@ namespace {
 
 class CatalogLookupTest : public IntegrationTest {
  protected:
-  // The change that needs the lookup is an INSERT into `fresh`: with `refresh` false the table
-  // appears after start-up (its first sight), with `refresh` true it was known at start-up and
-  // has a column added since (its shape is read again).
-  void blocked_lookup_does_not_hold_up_earlier_changes(bool refresh);
+  static constexpr std::size_t kRows = 40;
+  // What needs the lookup of `fresh`: kFirstSight, an INSERT into it, a table that appears after
+  // start-up; kRefresh, an INSERT into it, a table known at start-up with a column added since
+  // (its shape is read again); kSignal, an incremental snapshot signal naming it, a table of kRows
+  // rows that got its name after start-up (filled as `staging`, renamed), none of whose changes
+  // was streamed.
+  enum class Need { kFirstSight, kRefresh, kSignal };
+  void blocked_lookup_does_not_hold_up_earlier_changes(Need need);
 };
 
-void CatalogLookupTest::blocked_lookup_does_not_hold_up_earlier_changes(bool refresh) {
+void CatalogLookupTest::blocked_lookup_does_not_hold_up_earlier_changes(Need need) {
+  const bool refresh = need == Need::kRefresh;
   pg_->exec("CREATE TABLE " + table("known") + " (id int PRIMARY KEY, v text)");
   if (refresh) pg_->exec("CREATE TABLE " + table("fresh") + " (id int PRIMARY KEY)");
+  if (need == Need::kSignal) {
+    pg_->exec("CREATE TABLE " + table("staging") + " (id int PRIMARY KEY)");
+    pg_->exec("INSERT INTO " + table("staging") + " SELECT generate_series(1, " +
+              std::to_string(kRows) + ")");
+  }
   auto cfg = make_config({{table("*")}});
   cfg.status_interval = "200ms";
   // No heartbeat: nothing else should be in the stream after the blocked change.
@@ -40,6 +51,8 @@ void CatalogLookupTest::blocked_lookup_does_not_hold_up_earlier_changes(bool ref
 
   if (refresh) {
     pg_->exec("ALTER TABLE " + table("fresh") + " ADD COLUMN extra int");
+  } else if (need == Need::kSignal) {
+    pg_->exec("ALTER TABLE " + table("staging") + " RENAME TO fresh");
   } else {
     pg_->exec("CREATE TABLE " + table("fresh") + " (id int PRIMARY KEY)");
   }
@@ -60,7 +73,14 @@ void CatalogLookupTest::blocked_lookup_does_not_hold_up_earlier_changes(bool ref
               " SELECT g, 'earlier' FROM generate_series(1, 20) g");
   // Other tests' WAL may follow, and be confirmed as idle WAL: the bound is where `fresh` starts.
   const std::string before_fresh = writer.value("SELECT pg_current_wal_insert_lsn()::text");
-  writer.exec("INSERT INTO " + table("fresh") + (refresh ? " VALUES (1, 7)" : " VALUES (1)"));
+  if (need == Need::kSignal) {
+    writer.exec("SELECT pg_logical_emit_message(true, 'walrelay-signal', " +
+                sql_literal("{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
+                            table("fresh") + "\"],\"type\":\"incremental\"}}") +
+                ")");
+  } else {
+    writer.exec("INSERT INTO " + table("fresh") + (refresh ? " VALUES (1, 7)" : " VALUES (1)"));
+  }
   writer.exec("INSERT INTO " + table("known") + " VALUES (100, 'later')");
 
   // walrelay's catalog session waits on the lock: the lookup is in progress.
@@ -91,11 +111,20 @@ void CatalogLookupTest::blocked_lookup_does_not_hold_up_earlier_changes(bool ref
 
   locker.exec("COMMIT");
   // The lookup completes: `fresh` and then the later change arrive, in order.
-  auto fresh = kafka_->read_at_least({topic("fresh")}, 1, 30s);
-  ASSERT_EQ(fresh.size(), 1u) << proc.logs();
-  EXPECT_EQ(json_at(*fresh[0].value, "/after/id"), "1");
-  if (refresh) {
-    EXPECT_EQ(json_at(*fresh[0].value, "/after/extra"), "7");
+  if (need == Need::kSignal) {
+    // The signal is applied: every row of `fresh`, as a read.
+    ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("fresh") + " done", 60s))
+        << proc.logs();
+    auto fresh = kafka_->read_at_least({topic("fresh")}, kRows, 30s);
+    ASSERT_EQ(fresh.size(), kRows) << describe(fresh);
+    for (const auto& r : fresh) EXPECT_EQ(json_string_at(*r.value, "/op"), "r") << describe(fresh);
+  } else {
+    auto fresh = kafka_->read_at_least({topic("fresh")}, 1, 30s);
+    ASSERT_EQ(fresh.size(), 1u) << proc.logs();
+    EXPECT_EQ(json_at(*fresh[0].value, "/after/id"), "1");
+    if (refresh) {
+      EXPECT_EQ(json_at(*fresh[0].value, "/after/extra"), "7");
+    }
   }
   known = kafka_->read_at_least({topic("known")}, 22, 30s);
   ASSERT_EQ(known.size(), 22u) << describe(known);
@@ -117,11 +146,18 @@ void CatalogLookupTest::blocked_lookup_does_not_hold_up_earlier_changes(bool ref
 }
 
 TEST_F(CatalogLookupTest, ABlockedFirstLookupDoesNotHoldUpAcknowledgementsOfEarlierChanges) {
-  blocked_lookup_does_not_hold_up_earlier_changes(false);
+  blocked_lookup_does_not_hold_up_earlier_changes(Need::kFirstSight);
 }
 
 TEST_F(CatalogLookupTest, ABlockedShapeRefreshDoesNotHoldUpAcknowledgementsOfEarlierChanges) {
-  blocked_lookup_does_not_hold_up_earlier_changes(true);
+  blocked_lookup_does_not_hold_up_earlier_changes(Need::kRefresh);
+}
+
+// The table got its name after walrelay started: the signal's checks (incremental snapshots read
+// only tables with a key) wait for its lookup instead of querying on the event loop.
+TEST_F(CatalogLookupTest,
+       ASignalForATableNeverLookedUpDoesNotHoldUpAcknowledgementsOfEarlierChanges) {
+  blocked_lookup_does_not_hold_up_earlier_changes(Need::kSignal);
 }
 
 }  // namespace

@@ -200,6 +200,24 @@ class SnapshotTest : public IntegrationTest {
               "generate_series(1, " + std::to_string(rows) + ") g");
     pg_->exec("ANALYZE " + table(name));
   }
+
+  /// A table `root` (id int, region text, v int, then `extra_columns`; key (id, region))
+  /// partitioned by list of region into `eu_leaf` (region 'eu') and the default `other_leaf`, with
+  /// `rows` rows: id = v = 1..rows, region 'eu' when id % `eu_every` = 0 (else 'us'), and
+  /// `extra_values` (SQL expressions, for `extra_columns`).
+  void create_partitioned_table(const std::string& root, const std::string& eu_leaf,
+                                const std::string& other_leaf, std::size_t rows,
+                                std::size_t eu_every, const std::string& extra_columns = "",
+                                const std::string& extra_values = "") {
+    pg_->exec("CREATE TABLE " + table(root) + " (id int, region text, v int" + extra_columns +
+              ", PRIMARY KEY (id, region)) PARTITION BY LIST (region)");
+    pg_->exec("CREATE TABLE " + table(eu_leaf) + " PARTITION OF " + table(root) +
+              " FOR VALUES IN ('eu')");
+    pg_->exec("CREATE TABLE " + table(other_leaf) + " PARTITION OF " + table(root) + " DEFAULT");
+    pg_->exec("INSERT INTO " + table(root) + " SELECT g, CASE WHEN g % " +
+              std::to_string(eu_every) + " = 0 THEN 'eu' ELSE 'us' END, g" + extra_values +
+              " FROM generate_series(1, " + std::to_string(rows) + ") g");
+  }
 };
 
 TEST_F(SnapshotTest, InitialSnapshotUnderConcurrentWritesEqualsTheTable) {
@@ -525,15 +543,7 @@ TEST_F(SnapshotTest, RewrittenOrReshapedTablesAreStillReadWhole) {
 // so the rewrites land between the consistent point and the other tables' reads.
 TEST_F(SnapshotTest, TablesRewrittenBeforeTheyAreReadAreStillReadWhole) {
   create_rows_table("a_first", 600);
-  pg_->exec("CREATE TABLE " + table("b_parted") +
-            " (id int, region text, v int, t text, PRIMARY KEY (id, region)) PARTITION BY LIST "
-            "(region)");
-  pg_->exec("CREATE TABLE " + table("b_eu") + " PARTITION OF " + table("b_parted") +
-            " FOR VALUES IN ('eu')");
-  pg_->exec("CREATE TABLE " + table("b_other") + " PARTITION OF " + table("b_parted") + " DEFAULT");
-  pg_->exec("INSERT INTO " + table("b_parted") +
-            " SELECT g, CASE WHEN g % 2 = 0 THEN 'eu' ELSE 'us' END, g, 'x' FROM "
-            "generate_series(1, 30) g");
+  create_partitioned_table("b_parted", "b_eu", "b_other", 30, 2, ", t text", ", 'x'");
   pg_->exec("CREATE TABLE " + table("c_keyless") + " (id int, v int)");
   pg_->exec("INSERT INTO " + table("c_keyless") + " SELECT g, g FROM generate_series(1, 20) g");
   WalrelayProcess proc(one_chunk_in_flight(
@@ -887,14 +897,7 @@ TEST_F(SnapshotTest, ARowOfTheSignalTableStartsAnIncrementalSnapshot) {
 // rows of an incremental snapshot signalled for the table (Debezium users name the root): they
 // are read leaf by leaf, as the initial snapshot reads them, never into a topic of the root.
 TEST_F(SnapshotTest, AnIncrementalSnapshotOfAPartitionedTableGoesToItsLeafTopics) {
-  pg_->exec("CREATE TABLE " + table("parted") +
-            " (id int, region text, v int, PRIMARY KEY (id, region)) PARTITION BY LIST (region)");
-  pg_->exec("CREATE TABLE " + table("p_eu") + " PARTITION OF " + table("parted") +
-            " FOR VALUES IN ('eu')");
-  pg_->exec("CREATE TABLE " + table("p_rest") + " PARTITION OF " + table("parted") + " DEFAULT");
-  pg_->exec("INSERT INTO " + table("parted") +
-            " SELECT g, CASE WHEN g % 3 = 0 THEN 'eu' ELSE 'us' END, g FROM "
-            "generate_series(1, 12) g");
+  create_partitioned_table("parted", "p_eu", "p_rest", 12, 3);
   auto cfg = make_config({{table("parted")}});  // mode never: nothing read at start
   cfg.snapshot_lines = "  chunk_size: 5\n";
   cfg.extra_yaml = "events:\n  partitions: leaf\n";
