@@ -738,9 +738,15 @@ TEST_F(ExactlyOnceTest, ADroppedSlotsIncrementalProgressIsNotResumedByItsSuccess
 
   // The new slot's records (source.lsn of its snapshot rows: its consistent point and later).
   const Lsn new_slot = Lsn::parse(pg_->value("SELECT pg_current_wal_lsn()::text")).value_or(Lsn{});
+  // The log holds the first run's lines too: wait for the second run's own.
+  const auto seen = [&](const char* line) { return count_occurrences(proc.stderr_text(), line); };
+  const std::size_t completes = seen("snapshot: complete");
+  const std::size_t streams = seen(" info streaming: ");
   proc.start();
-  ASSERT_TRUE(proc.wait_for_log("snapshot: complete", 60s)) << proc.logs();
-  ASSERT_TRUE(proc.wait_for_log(" info streaming: ", 60s)) << proc.logs();
+  ASSERT_TRUE(wait_until(
+      [&] { return seen("snapshot: complete") > completes && seen(" info streaming: ") > streams; },
+      60s))
+      << proc.logs();
   std::this_thread::sleep_for(2s);  // a stale incremental snapshot would run now
   EXPECT_TRUE(caught_up(proc)) << proc.logs();
   ASSERT_TRUE(stop_gracefully(proc, name_));
