@@ -78,7 +78,8 @@ void SnapshotConnection::async_query(const std::string& sql,
   values.reserve(params.size());
   for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
   pending_ = std::move(done);
-  result_.reset();
+  results_.clear();
+  error_.reset();
   if (conn_ == nullptr || PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()),
                                             types.empty() ? nullptr : types.data(), values.data(),
                                             nullptr, nullptr, 0) == 0) {
@@ -91,11 +92,24 @@ void SnapshotConnection::async_query(const std::string& sql,
   wait_readable();
 }
 
+void SnapshotConnection::async_batch(const std::string& sql, BatchCallback done) {
+  pending_batch_ = std::move(done);
+  results_.clear();
+  error_.reset();
+  if (conn_ == nullptr || PQsendQuery(conn_, sql.c_str()) == 0) {
+    fail(conn_ != nullptr ? trim(PQerrorMessage(conn_)) : "not connected");
+    return;
+  }
+  while (PQflush(conn_) == 1) {
+  }
+  wait_readable();
+}
+
 void SnapshotConnection::wait_readable() {
   socket_->async_wait(
       asio::posix::stream_descriptor::wait_read,
       [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
-        if (alive.expired() || ec || conn_ == nullptr || !pending_) return;
+        if (alive.expired() || ec || conn_ == nullptr || (!pending_ && !pending_batch_)) return;
         if (PQconsumeInput(conn_) == 0) {
           fail(trim(PQerrorMessage(conn_)));
           return;
@@ -107,27 +121,48 @@ void SnapshotConnection::wait_readable() {
 void SnapshotConnection::collect() {
   while (PQisBusy(conn_) == 0) {
     PGresult* r = PQgetResult(conn_);
-    if (r == nullptr) {
-      // The query is complete.
-      Callback done = std::move(pending_);
-      pending_ = nullptr;
-      if (!result_) {
-        done(std::unexpected(std::string("the server returned no result")));
-      } else if (!result_ok(result_.get())) {
-        const char* state = PQresultErrorField(result_.get(), PG_DIAG_SQLSTATE);
-        sqlstate_ = state != nullptr ? state : "";
-        done(std::unexpected(trim(PQresultErrorMessage(result_.get()))));
+    if (r != nullptr) {
+      // Keep every result up to the first error (nothing after it ran).
+      if (error_) {
+        PQclear(r);
+      } else if (!result_ok(r)) {
+        error_.reset(r);
       } else {
-        done(std::move(result_));
+        results_.emplace_back(r);
+      }
+      continue;
+    }
+    // The query is complete.
+    std::optional<std::string> error;
+    if (error_) {
+      const char* state = PQresultErrorField(error_.get(), PG_DIAG_SQLSTATE);
+      sqlstate_ = state != nullptr ? state : "";
+      error = trim(PQresultErrorMessage(error_.get()));
+      error_.reset();
+    } else if (results_.empty()) {
+      error = "the server returned no result";
+    }
+    if (pending_batch_) {
+      BatchCallback done = std::move(pending_batch_);
+      pending_batch_ = nullptr;
+      if (error && PQtransactionStatus(conn_) == PQTRANS_INERROR) {
+        ResultPtr rollback(PQexec(conn_, "ROLLBACK"));  // the batch's own block, aborted
+      }
+      if (error) {
+        done(std::unexpected(std::move(*error)));
+      } else {
+        done(std::move(results_));
       }
       return;
     }
-    // Keep the first error, else the last result.
-    if (!result_ || result_ok(result_.get())) {
-      result_.reset(r);
+    Callback done = std::move(pending_);
+    pending_ = nullptr;
+    if (error) {
+      done(std::unexpected(std::move(*error)));
     } else {
-      PQclear(r);
+      done(std::move(results_.back()));  // a single statement's (or the last) result
     }
+    return;
   }
   wait_readable();
 }
@@ -136,14 +171,19 @@ void SnapshotConnection::fail(std::string reason) {
   sqlstate_.clear();
   Callback done = std::move(pending_);
   pending_ = nullptr;
-  asio::post(executor_, [done = std::move(done), reason = std::move(reason),
-                         alive = std::weak_ptr<int>(alive_)]() mutable {
-    if (!alive.expired() && done) done(std::unexpected(std::move(reason)));
+  BatchCallback batch_done = std::move(pending_batch_);
+  pending_batch_ = nullptr;
+  asio::post(executor_, [done = std::move(done), batch_done = std::move(batch_done),
+                         reason = std::move(reason), alive = std::weak_ptr<int>(alive_)]() mutable {
+    if (alive.expired()) return;
+    if (done) done(std::unexpected(reason));
+    if (batch_done) batch_done(std::unexpected(reason));
   });
 }
 
 void SnapshotConnection::close() {
   pending_ = nullptr;
+  pending_batch_ = nullptr;
   if (socket_) {
     boost::system::error_code ec;
     socket_->cancel(ec);

@@ -49,6 +49,17 @@ class SnapshotConnection {
   void async_query(const std::string& sql, const std::vector<std::optional<std::string>>& params,
                    const std::vector<unsigned int>& types, Callback done);
 
+  /// Every statement's result of a batch, in order, or the first error.
+  using BatchCallback = std::function<void(std::expected<std::vector<ResultPtr>, std::string>)>;
+
+  /// Sends `sql`, several statements separated by semicolons, as one simple query (one round
+  /// trip: PostgreSQL docs §55.2.2.1 "Multiple Statements in a Simple Query") and calls `done`
+  /// on the executor with one result per statement, or with the first error (last_sqlstate()
+  /// set; the statements after it did not run). A batch leaves no transaction open: after an
+  /// error inside an explicit transaction block, it is rolled back (a blocking ROLLBACK, on
+  /// that error path only). One query at a time per connection.
+  void async_batch(const std::string& sql, BatchCallback done);
+
   /// Closes the connection (PQfinish); a pending callback is never called. Idempotent.
   void close();
 
@@ -66,8 +77,10 @@ class SnapshotConnection {
   std::string application_name_;
   PGconn* conn_ = nullptr;
   std::unique_ptr<boost::asio::posix::stream_descriptor> socket_;
-  Callback pending_;
-  ResultPtr result_;
+  Callback pending_;  // async_query's
+  BatchCallback pending_batch_;
+  std::vector<ResultPtr> results_;  // every result of the query in flight
+  ResultPtr error_;                 // its first error
   std::string sqlstate_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };

@@ -165,20 +165,7 @@ bool Snapshotter::begin_read(Worker& w) {
 }
 
 bool Snapshotter::rewritten_since_export(Worker& w, const Table& t) {
-  // A table rewrite (ALTER TABLE … TYPE, VACUUM FULL, CLUSTER, TRUNCATE) after the consistent
-  // point is not MVCC-safe: the exported snapshot would see the new file as empty (PostgreSQL
-  // docs §13.6 "Caveats"). The table's file in the snapshot's catalog differs from its current
-  // one then. A partitioned table has no file of its own: its rows are in its leaves
-  // (pg_partition_tree, the current tree), which a rewrite of the root rewrites; a leaf created
-  // since is not in the snapshot's pg_class.
-  const std::string regclass =
-      "to_regclass(" +
-      replication::quote_literal(qualified(t.progress->schema, t.progress->table)) + ")";
-  auto same = w.conn->exec(
-      "SELECT coalesce(bool_and(c.relfilenode = pg_relation_filenode(c.oid)), true) FROM "
-      "pg_catalog.pg_class c WHERE c.oid IN (SELECT " +
-      regclass + " UNION ALL SELECT relid FROM pg_catalog.pg_partition_tree(" + regclass +
-      ") WHERE isleaf)");
+  auto same = w.conn->exec(same_file_query(t.plan));
   return same && PQntuples(same->get()) == 1 &&
          std::string_view(PQgetvalue(same->get(), 0, 0)) == "f";
 }
@@ -296,63 +283,96 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
   return true;
 }
 
-void Snapshotter::read_chunk(Worker& w, bool prefetch) {
+void Snapshotter::read_chunk(Worker& w) {
   if (stopped_ || reading_stopped_ || w.table == nullptr || w.waiting) return;
   if (!has_room()) return;  // maybe_continue reads it when acknowledgements free room
   Table& t = *w.table;
-  std::string sql;
-  std::vector<std::optional<std::string>> params;
-  std::vector<unsigned int> types;
-  if (w.cursor) {
-    sql = "FETCH FORWARD " + std::to_string(settings_.chunk_size) + " FROM walrelay_snapshot";
-  } else {
-    sql = chunk_query(t.plan, t.have_next_after, settings_.chunk_size + 1);
-    if (t.have_next_after) {
-      params = t.next_after;
-      types = t.plan.key_types;
-    }
-  }
-  if (!w.cursor && !begin_read(w)) return;
-  if (!w.cursor && !exported_.empty() && !t.current_state && rewritten_since_export(w, t)) {
-    end_read(w);
-    if (prefetch) return;  // handled by the read after the current chunk is published
-    if (!hand_over_) {
-      if (!read_at_current_state(w, t, "snapshot.mode initial_only has no stream to finish it"))
-        return;
-    } else {
-      spdlog::warn(
-          "snapshot: {}.{} was rewritten after the slot's consistent point; its rows "
-          "after {} are read by an incremental snapshot while streaming",
-          t.progress->schema, t.progress->table,
-          t.progress->rows > 0 ? std::to_string(t.progress->rows) + " rows" : "none");
-      // From the rows handed to the producer, acknowledged or not: the snapshot completes only
-      // once they are acknowledged, and until then a restart hands the table over again from
-      // its acknowledged (exactly_once: committed) position.
-      if (!hand_over_(produced().tables[static_cast<std::size_t>(&t - tables_.data())])) {
-        fail(SnapshotFailure::kRetry, "cannot queue the incremental snapshot of " +
-                                          t.progress->schema + "." + t.progress->table);
-        return;
-      }
-      finish_table_read(w);
-      return;
-    }
-  }
   w.waiting = true;
   Worker* wp = &w;
-  w.conn->async_query(
-      sql, params, types,
-      [this, wp, alive = std::weak_ptr<int>(alive_)](std::expected<ResultPtr, std::string> r) {
-        if (alive.expired() || stopped_) return;
-        wp->waiting = false;
-        if (!wp->cursor) end_read(*wp);
-        if (wp->result) {  // the current chunk is still being published: this is the next one
-          wp->prefetched = std::move(r);
-          // A cursor chunk's last row waits for this look-ahead to know its marker.
-          if (wp->cursor && wp->next_row + 1 == PQntuples(wp->result.get())) publish_rows(*wp);
-          return;
-        }
-        on_chunk(*wp, std::move(r));
-      });
+  if (w.cursor) {
+    w.conn->async_query(
+        "FETCH FORWARD " + std::to_string(settings_.chunk_size) + " FROM walrelay_snapshot", {}, {},
+        [this, wp, alive = std::weak_ptr<int>(alive_)](std::expected<ResultPtr, std::string> r) {
+          if (alive.expired() || stopped_) return;
+          wp->waiting = false;
+          on_read(*wp, std::move(r));
+        });
+    return;
+  }
+  // A keyset chunk is its own transaction, sent as one batch (one round trip, nothing waited
+  // for on the event loop): BEGIN; on the exported snapshot also SET TRANSACTION SNAPSHOT and
+  // whether the table was rewritten since; the chunk's SELECT; COMMIT.
+  const bool on_export = !exported_.empty() && !t.current_state;
+  std::string batch = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; ";
+  if (on_export) {
+    batch += "SET TRANSACTION SNAPSHOT " + replication::quote_literal(exported_) + "; " +
+             same_file_query(t.plan) + "; ";
+  }
+  batch += chunk_query_literal(t.plan, t.have_next_after ? &t.next_after : nullptr,
+                               settings_.chunk_size + 1) +
+           "; COMMIT";
+  w.conn->async_batch(batch, [this, wp, on_export, alive = std::weak_ptr<int>(alive_)](
+                                 std::expected<std::vector<ResultPtr>, std::string> r) {
+    if (alive.expired() || stopped_) return;
+    wp->waiting = false;
+    if (!r) {
+      on_read(*wp, std::unexpected(std::move(r.error())));
+      return;
+    }
+    const std::size_t select = on_export ? 3 : 1;  // BEGIN, [SET, same file,] SELECT, COMMIT
+    if (r->size() != select + 2) {
+      on_read(*wp, std::unexpected("unexpected results of a chunk's batch (" +
+                                   std::to_string(r->size()) + ")"));
+      return;
+    }
+    const PGresult* same = (*r)[2].get();
+    if (on_export && PQntuples(same) == 1 && std::string_view(PQgetvalue(same, 0, 0)) == "f") {
+      // Rewritten since the export: the chunk's rows are not the table's. A read ahead is
+      // dropped: the read after the current chunk is published sees it again.
+      if (!wp->result) on_rewritten(*wp);
+      return;
+    }
+    on_read(*wp, std::move((*r)[select]));
+  });
+}
+
+void Snapshotter::on_read(Worker& w, std::expected<ResultPtr, std::string> r) {
+  if (w.result) {  // the current chunk is still being published: this is the next one
+    w.prefetched = std::move(r);
+    // A cursor chunk's last row waits for this look-ahead to know its marker.
+    if (w.cursor && w.next_row + 1 == PQntuples(w.result.get())) publish_rows(w);
+    return;
+  }
+  on_chunk(w, std::move(r));
+}
+
+void Snapshotter::on_rewritten(Worker& w) {
+  Table& t = *w.table;
+  if (!hand_over_) {
+    spdlog::warn(
+        "snapshot: {}.{} was rewritten after the slot's consistent point (snapshot.mode "
+        "initial_only has no stream to finish it): its rows after {} are read at their current "
+        "state",
+        t.progress->schema, t.progress->table,
+        t.progress->rows > 0 ? std::to_string(t.progress->rows) + " rows" : "none");
+    t.current_state = true;
+    read_chunk(w);
+    return;
+  }
+  spdlog::warn(
+      "snapshot: {}.{} was rewritten after the slot's consistent point; its rows after {} are "
+      "read by an incremental snapshot while streaming",
+      t.progress->schema, t.progress->table,
+      t.progress->rows > 0 ? std::to_string(t.progress->rows) + " rows" : "none");
+  // From the rows handed to the producer, acknowledged or not: the snapshot completes only once
+  // they are acknowledged, and until then a restart hands the table over again from its
+  // acknowledged (exactly_once: committed) position.
+  if (!hand_over_(produced().tables[static_cast<std::size_t>(&t - tables_.data())])) {
+    fail(SnapshotFailure::kRetry, "cannot queue the incremental snapshot of " + t.progress->schema +
+                                      "." + t.progress->table);
+    return;
+  }
+  finish_table_read(w);
 }
 
 void Snapshotter::consume_prefetched(Worker& w) {
@@ -429,11 +449,11 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
     row_values(w.result.get(), static_cast<int>(settings_.chunk_size) - 1);
     t.next_after = key_of(t.plan, values_);
     t.have_next_after = true;
-    read_chunk(w, /*prefetch=*/true);
+    read_chunk(w);  // a read ahead
     if (stopped_) return;
   } else if (w.cursor && rows == static_cast<int>(settings_.chunk_size)) {
     // A full cursor chunk: the next FETCH tells whether this chunk's last row is the table's.
-    read_chunk(w, /*prefetch=*/true);
+    read_chunk(w);  // a read ahead
     if (stopped_) return;
   }
   publish_rows(w);
@@ -453,7 +473,7 @@ void Snapshotter::publish_rows(Worker& w) {
       last_chunk = false;
       publishable = rows - 1;  // the look-ahead's handler publishes the last row
       if (stopped_) return;
-      read_chunk(w, /*prefetch=*/true);  // unless asked for already (or no room yet: retried)
+      read_chunk(w);  // the read ahead, unless asked for already (or no room yet: retried)
       if (stopped_) return;
     } else {
       last_chunk = *w.prefetched && PQntuples(w.prefetched->value().get()) == 0;

@@ -163,15 +163,22 @@ class Snapshotter {
   /// leaves') differs from the exported snapshot's, i.e. it was rewritten since (ALTER … TYPE,
   /// TRUNCATE, VACUUM FULL, CLUSTER), which the snapshot would read as empty.
   bool rewritten_since_export(Worker& w, const Table& t);
+  /// A chunk's (or a read ahead's) result arrived: published now, or kept as the read ahead.
+  void on_read(Worker& w, std::expected<ResultPtr, std::string> r);
+  /// A keyset chunk found its table rewritten since the export: handed over to an incremental
+  /// snapshot, or (initial_only) read at its current state from here.
+  void on_rewritten(Worker& w);
   /// The table was rewritten and cannot be handed over: reads it at its current state from here.
   /// False when the new read transaction cannot start (the snapshot failed).
   bool read_at_current_state(Worker& w, Table& t, std::string_view why);
   void end_read(Worker& w);
   void next_table(Worker& w);
   bool prepare_table(Worker& w, Table& t);
-  /// Reads the worker's next chunk. `prefetch`: while the current chunk is still being published
-  /// (a table rewritten since the export is then left to the regular read that follows).
-  void read_chunk(Worker& w, bool prefetch = false);
+  /// Reads the worker's next chunk, without waiting: its result reaches on_read. Asked for while
+  /// the current chunk is still being published, it is a read ahead (a table rewritten since the
+  /// export is then left to the read that follows the current chunk). Nothing when a read is
+  /// outstanding, the in-flight bounds are reached or reading stopped.
+  void read_chunk(Worker& w);
   /// Hands a prefetched result to on_chunk from a fresh handler (no recursion per chunk).
   void consume_prefetched(Worker& w);
   void on_chunk(Worker& w, std::expected<ResultPtr, std::string> result);

@@ -81,21 +81,64 @@ std::optional<TableReadPlan> make_read_plan(const router::TableSchema& shape,
   return plan;
 }
 
-std::string chunk_query(const TableReadPlan& plan, bool after_key, std::size_t limit) {
+namespace {
+
+// The keyset query; `after`: the comma-separated values the key must be greater than (empty:
+// from the table's start).
+std::string keyset_query(const TableReadPlan& plan, const std::string& after, std::size_t limit) {
   std::string sql = plan.select;
   std::string cols;
   for (std::size_t i = 0; i < plan.key.size(); ++i) {
     cols += (i > 0 ? ", " : "") + replication::quote_ident(plan.key[i]);
   }
-  if (after_key) {
-    std::string args;
-    for (std::size_t i = 0; i < plan.key.size(); ++i) {
-      args += (i > 0 ? ", $" : "$") + std::to_string(i + 1);
-    }
-    sql += " WHERE (" + cols + ") > (" + args + ")";
-  }
+  if (!after.empty()) sql += " WHERE (" + cols + ") > (" + after + ")";
   sql += " ORDER BY " + cols + " LIMIT " + std::to_string(limit);
   return sql;
+}
+
+// A string literal that means `value` whatever standard_conforming_strings says: with a
+// backslash in it, an escape string (E'...', PostgreSQL docs §4.1.2.2), as PQescapeLiteral writes.
+std::string key_literal(const std::string& value) {
+  const bool backslash = value.find('\\') != std::string::npos;
+  std::string out = backslash ? "E'" : "'";
+  for (const char c : value) {
+    if (c == '\'' || c == '\\') out.push_back(c);
+    out.push_back(c);
+  }
+  out.push_back('\'');
+  return out;
+}
+
+}  // namespace
+
+std::string chunk_query(const TableReadPlan& plan, bool after_key, std::size_t limit) {
+  std::string args;
+  for (std::size_t i = 0; after_key && i < plan.key.size(); ++i) {
+    args += (i > 0 ? ", $" : "$") + std::to_string(i + 1);
+  }
+  return keyset_query(plan, args, limit);
+}
+
+std::string chunk_query_literal(const TableReadPlan& plan, const KeyText* after,
+                                std::size_t limit) {
+  std::string literals;
+  for (std::size_t i = 0; after != nullptr && i < plan.key.size(); ++i) {
+    const auto& v = i < after->size() ? (*after)[i] : std::nullopt;
+    literals += (i > 0 ? ", " : "") + (v ? key_literal(*v) : std::string("NULL"));
+  }
+  return keyset_query(plan, literals, limit);
+}
+
+std::string same_file_query(const TableReadPlan& plan) {
+  const std::string regclass =
+      "to_regclass(" +
+      replication::quote_literal(replication::quote_ident(plan.shape->schema) + "." +
+                                 replication::quote_ident(plan.shape->table)) +
+      ")";
+  return "SELECT coalesce(bool_and(c.relfilenode = pg_relation_filenode(c.oid)), true) FROM "
+         "pg_catalog.pg_class c WHERE c.oid IN (SELECT " +
+         regclass + " UNION ALL SELECT relid FROM pg_catalog.pg_partition_tree(" + regclass +
+         ") WHERE isleaf)";
 }
 
 std::expected<void, std::string> build_row_change(

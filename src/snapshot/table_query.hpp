@@ -73,6 +73,19 @@ inline bool is_changed_columns(const std::string& sqlstate) {
 /// as ORDER BY does (PostgreSQL docs §9.24.5 "Row Constructor Comparison").
 std::string chunk_query(const TableReadPlan& plan, bool after_key, std::size_t limit);
 
+/// The same query with the last key read (`after`, nullptr: the first chunk) written into it as
+/// quoted literals instead of parameters, for a simple-query batch (SnapshotConnection::
+/// async_batch). Each literal is untyped and takes its key column's type, as a parameter of that
+/// type would (PostgreSQL docs §10.2 "Operators": an unknown-type literal is resolved to the
+/// other operand's type).
+std::string chunk_query_literal(const TableReadPlan& plan, const KeyText* after, std::size_t limit);
+
+/// In a transaction on the exported snapshot: one row, one column, `f` when the table's file
+/// (a partitioned table's: any of its leaves') differs from the snapshot's, i.e. the table was
+/// rewritten since (ALTER … TYPE, TRUNCATE, VACUUM FULL, CLUSTER: not MVCC-safe, PostgreSQL docs
+/// §13.6 "Caveats"), which the snapshot would read as empty; `t` otherwise.
+std::string same_file_query(const TableReadPlan& plan);
+
 /// Turns one row (value texts in column order, nullopt = SQL NULL) into the `Change` a wal2json
 /// INSERT of it would decode to: the same column names, type OIDs and value tokens, `pk` from
 /// the plan. `tokens` is the caller's reused buffer that the Change points into (with the plan).

@@ -76,5 +76,40 @@ TEST(BuildRowChange, SqlAsciiBytesThatAreNotUtf8AreAMappingError) {
   EXPECT_NE(named.error().find("column's name"), std::string::npos) << named.error();
 }
 
+// Keyset chunks: a chunk of the initial snapshot is one simple-query batch, so the last key read
+// is written into the SQL as literals.
+router::TableSchema shape() {
+  router::TableSchema s;
+  s.schema = "public";
+  s.table = "it's";
+  s.columns = {router::ColumnInfo{"a$1", 25, -1, true, true},
+               router::ColumnInfo{"b", 20, -1, true, false},
+               router::ColumnInfo{"v", 25, -1, false, true}};
+  s.primary_key = {"a$1", "b"};
+  return s;
+}
+
+TEST(TableQuery, TheFirstChunkHasNoLowerBound) {
+  const auto s = shape();
+  const auto plan = make_read_plan(s, {});
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(chunk_query_literal(*plan, nullptr, 8193),
+            R"(SELECT "a$1", "b", "v" FROM ONLY "public"."it's" ORDER BY "a$1", "b" LIMIT 8193)");
+}
+
+TEST(TableQuery, LaterChunksStartAfterTheLastKeyAsQuotedLiterals) {
+  const auto s = shape();
+  const auto plan = make_read_plan(s, {});
+  ASSERT_TRUE(plan);
+  const KeyText after = {std::string("o'brien $2 \\x"), std::string("42")};
+  EXPECT_EQ(chunk_query_literal(*plan, &after, 10),
+            R"(SELECT "a$1", "b", "v" FROM ONLY "public"."it's" WHERE ("a$1", "b") > )"
+            R"((E'o''brien $2 \\x', '42') ORDER BY "a$1", "b" LIMIT 10)");
+  // The parameter form of the same query, for the incremental snapshot's typed parameters.
+  EXPECT_EQ(chunk_query(*plan, true, 10),
+            R"(SELECT "a$1", "b", "v" FROM ONLY "public"."it's" WHERE ("a$1", "b") > ($1, $2) )"
+            R"(ORDER BY "a$1", "b" LIMIT 10)");
+}
+
 }  // namespace
 }  // namespace walrelay::snapshot

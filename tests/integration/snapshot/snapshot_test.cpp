@@ -455,6 +455,30 @@ TEST_F(SnapshotTest, ATableDroppedDuringTheSnapshotIsSkippedAndDdlIsNotBlocked) 
   EXPECT_EQ(kafka_->read_all({topic("kept")}, 60s).size(), 3'000u);
 }
 
+// A keyset chunk starts after the last key read, written into its SQL as a literal: quotes,
+// backslashes, `$n`, spaces and non-ASCII keys page exactly (each row once), also for a
+// composite key with typed (enum, numeric) columns.
+TEST_F(SnapshotTest, KeysWithQuotesAndBackslashesPageExactly) {
+  pg_->exec("CREATE TYPE " + table("tier") + " AS ENUM ('low', 'mid', 'high')");
+  pg_->exec("CREATE TABLE " + table("odd") + " (k text, t " + table("tier") +
+            ", n numeric, v int, PRIMARY KEY (k, t, n))");
+  pg_->exec(
+      "INSERT INTO " + table("odd") +
+      " SELECT k, t, n, row_number() OVER () FROM unnest(ARRAY["
+      R"('a''b', E'a\\b', E'a\\''b', 'ü', '$1', ' x', 'E''x''', '', '"q"', 'a''b'' OR ''1''=''1')"
+      "]) k, unnest(ARRAY['low', 'high']::" +
+      table("tier") + "[]) t, unnest(ARRAY[1.5, -2]) n");
+  const auto cfg = snapshot_config({{table("odd")}}, "  chunk_size: 3\n");
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  const auto records = kafka_->read_at_least({topic("odd")}, 40);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  std::map<std::string, int> reads;
+  for (const auto& r : records) ++reads[r.key.value_or("<null>")];
+  EXPECT_EQ(reads.size(), 40u) << describe(records);
+  for (const auto& [key, n] : reads) EXPECT_EQ(n, 1) << key;
+}
+
 TEST_F(SnapshotTest, ChunksUseOnlyKeysThatIdentifyEveryRow) {
   // key_columns over a nullable unique index, and non-unique key_columns: neither may page.
   pg_->exec("CREATE TABLE " + table("nk") + " (a int, b int, v text)");
