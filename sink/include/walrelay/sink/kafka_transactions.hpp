@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <expected>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -137,16 +138,75 @@ std::optional<StreamPosition> decode_position(std::string_view value);
 /// `<prefix>.walrelay.positions`.
 std::string positions_topic(std::string_view prefix);
 
-/// Creates `topic` as a compacted topic (cleanup.policy=compact, 1 partition, the broker's
-/// default replication factor: KIP-464) unless it exists. Blocks up to `timeout`. Returns the
-/// reason on failure (including "not allowed": the operator may create it beforehand).
+/// Creating the positions topic without blocking for long: `start` sends the CreateTopics
+/// request, `poll` waits a bounded time for its answer (an event loop polls it on a timer).
+/// Move-only; destroying it abandons a request still in flight. All calls on one thread.
+class PositionsTopicCreation {
+ public:
+  /// Sends the request to create `topic` as a compacted topic (cleanup.policy=compact,
+  /// 1 partition, the broker's default replication factor: KIP-464), with `timeout` (ms) as the
+  /// request's timeout; returns at once. An error is the reason: a connection or security setting
+  /// of kafka.properties that librdkafka refuses, or the admin client cannot be created.
+  static std::expected<PositionsTopicCreation, std::string> start(
+      const config::KafkaConfig& cfg, const std::string& topic, std::chrono::milliseconds timeout);
+  /// Waits up to `wait` (ms, 0 = just look) for Kafka's answer. nullopt: none yet, call again.
+  /// Otherwise the outcome: success (created, or it exists already) or the reason (e.g. "not
+  /// allowed": the operator may create it beforehand; "no answer from Kafka within the timeout"
+  /// once `timeout` + 1 s have passed since `start`). Once it returned an outcome, call it no more.
+  std::optional<std::expected<void, std::string>> poll(std::chrono::milliseconds wait);
+
+  PositionsTopicCreation(PositionsTopicCreation&&) noexcept;
+  PositionsTopicCreation& operator=(PositionsTopicCreation&&) noexcept;
+  ~PositionsTopicCreation();
+
+ private:
+  struct State;
+  explicit PositionsTopicCreation(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+/// Reading the last position of a connector without blocking for long: `start` creates an
+/// isolation.level=read_committed consumer (assign only, no group is joined, nothing committed),
+/// `poll` works for a bounded time per call (an event loop polls it on a timer): the topic's
+/// metadata, its partitions' offsets, then its records from the beginning to the end. Move-only;
+/// destroying it closes the consumer. All calls on one thread.
+class PositionReader {
+ public:
+  /// Creates the consumer for `topic`, the last record under `key` wanted, within `timeout` (ms)
+  /// from now on overall; returns at once. An error is the reason (a setting librdkafka refuses,
+  /// the consumer cannot be created).
+  static std::expected<PositionReader, std::string> start(const config::KafkaConfig& cfg,
+                                                          const std::string& topic,
+                                                          const std::string& key,
+                                                          std::chrono::milliseconds timeout);
+  /// Works for up to `wait` (ms; each librdkafka call in it blocks at most what is left of `wait`
+  /// and of the overall timeout). nullopt: not at the end yet, call again. Otherwise the outcome,
+  /// as read_position's: the last position stored under `key` (nullopt: none, or no such topic),
+  /// or the reason (metadata or offsets unreadable, the end not reached within the timeout: "a
+  /// transaction of another producer may still be open"). Once it returned an outcome, call it
+  /// no more.
+  std::optional<std::expected<std::optional<StreamPosition>, std::string>> poll(
+      std::chrono::milliseconds wait);
+
+  PositionReader(PositionReader&&) noexcept;
+  PositionReader& operator=(PositionReader&&) noexcept;
+  ~PositionReader();
+
+ private:
+  struct State;
+  explicit PositionReader(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+/// Creates `topic` as PositionsTopicCreation does, blocking up to `timeout` (ms) + 1 s. Returns
+/// the reason on failure (including "not allowed": the operator may create it beforehand).
 std::expected<void, std::string> ensure_positions_topic(const config::KafkaConfig& cfg,
                                                         const std::string& topic,
                                                         std::chrono::milliseconds timeout);
 
 /// Reads `topic` from the beginning to its end with an isolation.level=read_committed consumer
-/// (assign only, no group) and returns the last position stored under `key`; nullopt when there
-/// is none (or the topic does not exist). Blocks up to `timeout`; an error is the reason. Read it
+/// (PositionReader) and returns the last position stored under `key`; nullopt when there is none
+/// (or the topic does not exist). Blocks up to `timeout` (ms); an error is the reason. Read it
 /// after `KafkaTransactions::init`, which aborts any transaction a killed instance left open
 /// (until then the last stable offset cannot pass it).
 std::expected<std::optional<StreamPosition>, std::string> read_position(
