@@ -364,6 +364,18 @@ std::expected<void, std::string> ensure_positions_topic(const config::KafkaConfi
 
 // ----------------------------------------------------------------------------- position reader
 
+namespace {
+
+// No answer within the call's timeout: no broker usable yet (rd_kafka_metadata answers
+// ERR__TRANSPORT when none became usable within it) or no response. A call for a slice is made
+// again until the overall deadline, as one call for all of it would have waited.
+bool no_answer_yet(rd_kafka_resp_err_t err) {
+  return err == RD_KAFKA_RESP_ERR__TIMED_OUT || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+         err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN;
+}
+
+}  // namespace
+
 struct PositionReader::State {
   enum class Phase : std::uint8_t { kMetadata, kOffsets, kConsume };
   RkPtr rk;
@@ -450,7 +462,7 @@ std::optional<std::expected<std::optional<StreamPosition>, std::string>> Positio
       const rd_kafka_resp_err_t err =
           rd_kafka_metadata(s.rk.get(), 0, rkt, &md, std::max(1, s.left(stop)));
       rd_kafka_topic_destroy(rkt);
-      if (err == RD_KAFKA_RESP_ERR__TIMED_OUT && !s.expired()) continue;
+      if (no_answer_yet(err) && !s.expired()) continue;
       if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         return std::unexpected(std::string("cannot read the metadata of ") + topic + ": " +
                                rd_kafka_err2str(err));
@@ -472,7 +484,7 @@ std::optional<std::expected<std::optional<StreamPosition>, std::string>> Positio
         std::int64_t hi = 0;
         const rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
             s.rk.get(), topic.c_str(), p, &lo, &hi, std::max(1, s.left(stop)));
-        if (err == RD_KAFKA_RESP_ERR__TIMED_OUT && !s.expired()) continue;
+        if (no_answer_yet(err) && !s.expired()) continue;
         if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
           return std::unexpected(std::string("cannot read the offsets of ") + topic + ": " +
                                  rd_kafka_err2str(err));
