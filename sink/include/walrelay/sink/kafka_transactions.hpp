@@ -47,8 +47,10 @@ TxnResult classify_txn_error(rd_kafka_t* rk, rd_kafka_error_t* error);
 bool is_fencing_error(rd_kafka_resp_err_t code);
 
 /// The transactional API of one KafkaProducer created with `transactional.id` set (see
-/// `transactional_properties`). Every call blocks the calling thread up to its timeout (they are
-/// librdkafka's blocking calls); all calls on the producer's executor thread, like the producer.
+/// `transactional_properties`). Every call blocks the calling thread up to its timeout (ms; they
+/// are librdkafka's blocking calls); `init`, `commit` and `abort` are resumable, so an event loop
+/// calls them in short slices (SlicedCall, sliced_call.hpp). All calls on the producer's executor
+/// thread, like the producer.
 /// While blocked in `commit`, librdkafka flushes the outstanding messages and serves their
 /// delivery reports on this thread (through the producer's delivery handler).
 class KafkaTransactions {
@@ -57,7 +59,9 @@ class KafkaTransactions {
 
   /// rd_kafka_init_transactions: registers the transactional.id with its coordinator, bumps the
   /// producer epoch (which fences any older producer with the same id) and aborts a transaction
-  /// that an older instance left open. Once per producer, before `begin`.
+  /// that an older instance left open. Once per producer (until it succeeded), before `begin`.
+  /// Resumable: on a timeout (kRetry, ERR__TIMED_OUT) it goes on in the background and the next
+  /// call picks it up. kFatal/kFenced: the producer is unusable (a new one must take over).
   TxnResult init(std::chrono::milliseconds timeout);
   /// rd_kafka_begin_transaction (local, does not block). Records produced after it belong to the
   /// transaction until `commit` or `abort`.
@@ -68,7 +72,9 @@ class KafkaTransactions {
   /// a short timeout, repeatedly, producing nothing in between.
   TxnResult commit(std::chrono::milliseconds timeout);
   /// rd_kafka_abort_transaction: purges what is still queued (their delivery reports carry
-  /// ERR__PURGE_QUEUE) and aborts; read_committed consumers never see the records.
+  /// ERR__PURGE_QUEUE, served on this thread before it returns) and aborts; read_committed
+  /// consumers never see the records. Resumable like `commit`: on a timeout (kRetry,
+  /// ERR__TIMED_OUT) the next call picks it up. kFenced: another producer took over.
   TxnResult abort(std::chrono::milliseconds timeout);
 
   [[nodiscard]] bool initialized() const { return initialized_; }
