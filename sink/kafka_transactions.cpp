@@ -268,59 +268,152 @@ using RkPtr = std::unique_ptr<rd_kafka_t, RkDeleter>;
 
 }  // namespace
 
-std::expected<void, std::string> ensure_positions_topic(const config::KafkaConfig& cfg,
-                                                        const std::string& topic,
-                                                        std::chrono::milliseconds timeout) {
+// ------------------------------------------------------------------- positions topic creation
+
+struct PositionsTopicCreation::State {
+  RkPtr rk;
+  std::string topic;
+  rd_kafka_queue_t* queue = nullptr;
+  std::chrono::steady_clock::time_point deadline;
+  ~State() {
+    if (queue != nullptr) rd_kafka_queue_destroy(queue);
+  }
+};
+
+PositionsTopicCreation::PositionsTopicCreation(std::unique_ptr<State> state)
+    : state_(std::move(state)) {}
+PositionsTopicCreation::PositionsTopicCreation(PositionsTopicCreation&&) noexcept = default;
+PositionsTopicCreation& PositionsTopicCreation::operator=(PositionsTopicCreation&&) noexcept =
+    default;
+PositionsTopicCreation::~PositionsTopicCreation() = default;
+
+std::expected<PositionsTopicCreation, std::string> PositionsTopicCreation::start(
+    const config::KafkaConfig& cfg, const std::string& topic, std::chrono::milliseconds timeout) {
   std::string error;
   rd_kafka_conf_t* conf = client_conf(cfg, error);
   if (conf == nullptr) return std::unexpected(error);
   char errstr[512];
-  RkPtr rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr));
-  if (!rk) {
+  auto state = std::make_unique<State>();
+  state->rk.reset(rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr));
+  if (!state->rk) {
     rd_kafka_conf_destroy(conf);
     return std::unexpected(std::string("cannot create a Kafka admin client: ") + errstr);
   }
   rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(topic.c_str(), 1, -1, errstr, sizeof errstr);
   if (nt == nullptr) return std::unexpected(std::string(errstr));
   rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
-  rd_kafka_queue_t* q = rd_kafka_queue_new(rk.get());
+  state->topic = topic;
+  state->queue = rd_kafka_queue_new(state->rk.get());
   rd_kafka_AdminOptions_t* opts =
-      rd_kafka_AdminOptions_new(rk.get(), RD_KAFKA_ADMIN_OP_CREATETOPICS);
+      rd_kafka_AdminOptions_new(state->rk.get(), RD_KAFKA_ADMIN_OP_CREATETOPICS);
   rd_kafka_AdminOptions_set_request_timeout(opts, static_cast<int>(timeout.count()), errstr,
                                             sizeof errstr);
-  rd_kafka_CreateTopics(rk.get(), &nt, 1, opts, q);
-  std::expected<void, std::string> result =
-      std::unexpected(std::string("no answer from Kafka within the timeout"));
-  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, static_cast<int>(timeout.count()) + 1000);
-  if (ev != nullptr) {
-    if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      result = std::unexpected(std::string(rd_kafka_event_error_string(ev)));
-    } else if (const rd_kafka_CreateTopics_result_t* res = rd_kafka_event_CreateTopics_result(ev);
-               res != nullptr) {
-      std::size_t n = 0;
-      const rd_kafka_topic_result_t** topics = rd_kafka_CreateTopics_result_topics(res, &n);
-      const rd_kafka_resp_err_t err =
-          n == 1 ? rd_kafka_topic_result_error(topics[0]) : RD_KAFKA_RESP_ERR__FAIL;
-      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        spdlog::info("created the compacted positions topic {}", topic);
-        result = {};
-      } else if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-        result = {};
-      } else {
-        const char* text = n == 1 ? rd_kafka_topic_result_error_string(topics[0]) : nullptr;
-        result = std::unexpected(std::string(rd_kafka_err2str(err)) +
-                                 (text != nullptr ? std::string(": ") + text : std::string()));
-      }
-    }
-    rd_kafka_event_destroy(ev);
-  }
+  rd_kafka_CreateTopics(state->rk.get(), &nt, 1, opts, state->queue);
   rd_kafka_AdminOptions_destroy(opts);
   rd_kafka_NewTopic_destroy(nt);
-  rd_kafka_queue_destroy(q);
+  state->deadline = std::chrono::steady_clock::now() + timeout + std::chrono::seconds(1);
+  return PositionsTopicCreation(std::move(state));
+}
+
+std::optional<std::expected<void, std::string>> PositionsTopicCreation::poll(
+    std::chrono::milliseconds wait) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto left =
+      std::max(std::chrono::milliseconds(0),
+               std::chrono::duration_cast<std::chrono::milliseconds>(state_->deadline - now));
+  rd_kafka_event_t* ev =
+      rd_kafka_queue_poll(state_->queue, static_cast<int>(std::min(wait, left).count()));
+  if (ev == nullptr) {
+    if (std::chrono::steady_clock::now() < state_->deadline) return std::nullopt;
+    return std::unexpected(std::string("no answer from Kafka within the timeout"));
+  }
+  std::expected<void, std::string> result =
+      std::unexpected(std::string("an unexpected answer from Kafka"));
+  if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    result = std::unexpected(std::string(rd_kafka_event_error_string(ev)));
+  } else if (const rd_kafka_CreateTopics_result_t* res = rd_kafka_event_CreateTopics_result(ev);
+             res != nullptr) {
+    std::size_t n = 0;
+    const rd_kafka_topic_result_t** topics = rd_kafka_CreateTopics_result_topics(res, &n);
+    const rd_kafka_resp_err_t err =
+        n == 1 ? rd_kafka_topic_result_error(topics[0]) : RD_KAFKA_RESP_ERR__FAIL;
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      spdlog::info("created the compacted positions topic {}", state_->topic);
+      result = {};
+    } else if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+      result = {};
+    } else {
+      const char* text = n == 1 ? rd_kafka_topic_result_error_string(topics[0]) : nullptr;
+      result = std::unexpected(std::string(rd_kafka_err2str(err)) +
+                               (text != nullptr ? std::string(": ") + text : std::string()));
+    }
+  }
+  rd_kafka_event_destroy(ev);
   return result;
 }
 
-std::expected<std::optional<StreamPosition>, std::string> read_position(
+std::expected<void, std::string> ensure_positions_topic(const config::KafkaConfig& cfg,
+                                                        const std::string& topic,
+                                                        std::chrono::milliseconds timeout) {
+  auto creation = PositionsTopicCreation::start(cfg, topic, timeout);
+  if (!creation) return std::unexpected(creation.error());
+  for (;;) {
+    if (auto done = creation->poll(std::chrono::milliseconds(1000))) return *done;
+  }
+}
+
+// ----------------------------------------------------------------------------- position reader
+
+namespace {
+
+// No answer within the call's timeout: no broker usable yet (rd_kafka_metadata answers
+// ERR__TRANSPORT when none became usable within it) or no response. A call for a slice is made
+// again until the overall deadline, as one call for all of it would have waited.
+bool no_answer_yet(rd_kafka_resp_err_t err) {
+  return err == RD_KAFKA_RESP_ERR__TIMED_OUT || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+         err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN;
+}
+
+}  // namespace
+
+struct PositionReader::State {
+  enum class Phase : std::uint8_t { kMetadata, kOffsets, kConsume };
+  RkPtr rk;
+  std::string topic;
+  std::string key;
+  std::chrono::milliseconds timeout{0};
+  std::chrono::steady_clock::time_point deadline;
+  Phase phase = Phase::kMetadata;
+  std::vector<std::int32_t> partitions;
+  std::size_t next_partition = 0;            // kOffsets: the next partition to query
+  std::set<std::int32_t> pending;            // kConsume: partitions not at their end yet
+  std::map<std::int32_t, std::int64_t> end;  // high watermark at the start
+  std::optional<StreamPosition> last;
+  bool assigned = false;
+
+  ~State() {
+    if (rk && assigned) {
+      rd_kafka_assign(rk.get(), nullptr);
+      rd_kafka_consumer_close(rk.get());
+    }
+  }
+  /// ms left of `stop` (a slice's end) and of the deadline, at least 0.
+  [[nodiscard]] int left(std::chrono::steady_clock::time_point stop) const {
+    const auto until = std::min(stop, deadline);
+    return static_cast<int>(std::max<long long>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(until -
+                                                                 std::chrono::steady_clock::now())
+               .count()));
+  }
+  [[nodiscard]] bool expired() const { return std::chrono::steady_clock::now() >= deadline; }
+};
+
+PositionReader::PositionReader(std::unique_ptr<State> state) : state_(std::move(state)) {}
+PositionReader::PositionReader(PositionReader&&) noexcept = default;
+PositionReader& PositionReader::operator=(PositionReader&&) noexcept = default;
+PositionReader::~PositionReader() = default;
+
+std::expected<PositionReader, std::string> PositionReader::start(
     const config::KafkaConfig& cfg, const std::string& topic, const std::string& key,
     std::chrono::milliseconds timeout) {
   std::string error;
@@ -341,104 +434,127 @@ std::expected<std::optional<StreamPosition>, std::string> read_position(
                                           {"group.id", "walrelay-positions-" + key}}) {
     rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr);
   }
-  RkPtr rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr));
-  if (!rk) {
+  auto state = std::make_unique<State>();
+  state->rk.reset(rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr));
+  if (!state->rk) {
     rd_kafka_conf_destroy(conf);
     return std::unexpected(std::string("cannot create a Kafka consumer: ") + errstr);
   }
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const auto left = [&] {
-    return static_cast<int>(std::max<long long>(
-        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                 std::chrono::steady_clock::now())
-               .count()));
-  };
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk.get(), topic.c_str(), nullptr);
-  const rd_kafka_metadata_t* md = nullptr;
-  rd_kafka_resp_err_t err = rd_kafka_metadata(rk.get(), 0, rkt, &md, left());
-  rd_kafka_topic_destroy(rkt);
-  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return std::unexpected(std::string("cannot read the metadata of ") + topic + ": " +
-                           rd_kafka_err2str(err));
-  }
-  std::vector<std::int32_t> partitions;
-  bool missing = false;
-  for (int i = 0; i < md->topic_cnt; ++i) {
-    if (topic != md->topics[i].topic) continue;
-    if (md->topics[i].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) missing = true;
-    for (int p = 0; p < md->topics[i].partition_cnt; ++p)
-      partitions.push_back(md->topics[i].partitions[p].id);
-  }
-  rd_kafka_metadata_destroy(md);
-  if (missing || partitions.empty()) return std::optional<StreamPosition>{};
+  state->topic = topic;
+  state->key = key;
+  state->timeout = timeout;
+  state->deadline = std::chrono::steady_clock::now() + timeout;
+  return PositionReader(std::move(state));
+}
 
-  rd_kafka_topic_partition_list_t* list =
-      rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size()));
-  std::set<std::int32_t> pending;
-  std::map<std::int32_t, std::int64_t> end;  // high watermark at the start
-  for (const std::int32_t p : partitions) {
-    std::int64_t lo = 0;
-    std::int64_t hi = 0;
-    err = rd_kafka_query_watermark_offsets(rk.get(), topic.c_str(), p, &lo, &hi, left());
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      rd_kafka_topic_partition_list_destroy(list);
-      return std::unexpected(std::string("cannot read the offsets of ") + topic + ": " +
-                             rd_kafka_err2str(err));
-    }
-    if (hi <= lo) continue;
-    end[p] = hi;
-    rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
-    pending.insert(p);
-  }
-  std::optional<StreamPosition> last;
-  if (pending.empty()) {
-    rd_kafka_topic_partition_list_destroy(list);
-    return last;
-  }
-  rd_kafka_assign(rk.get(), list);
-  rd_kafka_topic_partition_list_destroy(list);
-  // Up to the end: with read_committed, the end-of-partition event comes at the last stable
-  // offset, after the last committed record (aborted records and control records are skipped);
-  // a record at the high watermark's last offset ends a partition too (a broker without control
-  // records, such as librdkafka's mock cluster).
-  while (!pending.empty()) {
-    if (left() == 0) {
-      rd_kafka_assign(rk.get(), nullptr);
-      rd_kafka_consumer_close(rk.get());
-      return std::unexpected("cannot read " + topic + " to its end within " +
-                             std::to_string(timeout.count()) +
-                             " ms (a transaction of another producer may still be open)");
-    }
-    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk.get(), std::min(left(), 200));
-    if (m == nullptr) continue;
-    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-      pending.erase(m->partition);
-    } else if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      const std::string_view k(static_cast<const char*>(m->key), m->key_len);
-      if (m->key != nullptr && k == key && m->payload != nullptr) {
-        if (auto p =
-                decode_position(std::string_view(static_cast<const char*>(m->payload), m->len))) {
-          last = std::move(*p);
-        } else {
-          spdlog::warn("ignoring an unreadable position record in {} at offset {}", topic,
-                       m->offset);
-        }
+std::optional<std::expected<std::optional<StreamPosition>, std::string>> PositionReader::poll(
+    std::chrono::milliseconds wait) {
+  using Phase = State::Phase;
+  State& s = *state_;
+  const auto stop = std::chrono::steady_clock::now() + wait;
+  const std::string& topic = s.topic;
+  // One librdkafka call per round, each for at most what is left of `wait`: a timed-out call is
+  // made again (a new request) until the deadline.
+  do {
+    if (s.phase == Phase::kMetadata) {
+      rd_kafka_topic_t* rkt = rd_kafka_topic_new(s.rk.get(), topic.c_str(), nullptr);
+      const rd_kafka_metadata_t* md = nullptr;
+      const rd_kafka_resp_err_t err =
+          rd_kafka_metadata(s.rk.get(), 0, rkt, &md, std::max(1, s.left(stop)));
+      rd_kafka_topic_destroy(rkt);
+      if (no_answer_yet(err) && !s.expired()) continue;
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        return std::unexpected(std::string("cannot read the metadata of ") + topic + ": " +
+                               rd_kafka_err2str(err));
       }
-      if (m->offset + 1 >= end[m->partition]) pending.erase(m->partition);
-    } else if (m->err == RD_KAFKA_RESP_ERR__UNKNOWN_GROUP || m->err == RD_KAFKA_RESP_ERR__FATAL) {
-      const std::string why = rd_kafka_message_errstr(m);
-      rd_kafka_message_destroy(m);
-      rd_kafka_assign(rk.get(), nullptr);
-      rd_kafka_consumer_close(rk.get());
-      return std::unexpected("reading " + topic + ": " + why);
+      bool missing = false;
+      for (int i = 0; i < md->topic_cnt; ++i) {
+        if (topic != md->topics[i].topic) continue;
+        if (md->topics[i].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) missing = true;
+        for (int p = 0; p < md->topics[i].partition_cnt; ++p)
+          s.partitions.push_back(md->topics[i].partitions[p].id);
+      }
+      rd_kafka_metadata_destroy(md);
+      if (missing || s.partitions.empty()) return std::optional<StreamPosition>{};
+      s.phase = Phase::kOffsets;
+    } else if (s.phase == Phase::kOffsets) {
+      if (s.next_partition < s.partitions.size()) {
+        const std::int32_t p = s.partitions[s.next_partition];
+        std::int64_t lo = 0;
+        std::int64_t hi = 0;
+        const rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+            s.rk.get(), topic.c_str(), p, &lo, &hi, std::max(1, s.left(stop)));
+        if (no_answer_yet(err) && !s.expired()) continue;
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+          return std::unexpected(std::string("cannot read the offsets of ") + topic + ": " +
+                                 rd_kafka_err2str(err));
+        }
+        ++s.next_partition;
+        if (hi > lo) {
+          s.end[p] = hi;
+          s.pending.insert(p);
+        }
+        continue;
+      }
+      if (s.pending.empty()) return s.last;
+      rd_kafka_topic_partition_list_t* list =
+          rd_kafka_topic_partition_list_new(static_cast<int>(s.pending.size()));
+      for (const std::int32_t p : s.pending) {
+        rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset =
+            RD_KAFKA_OFFSET_BEGINNING;
+      }
+      rd_kafka_assign(s.rk.get(), list);
+      rd_kafka_topic_partition_list_destroy(list);
+      s.assigned = true;
+      s.phase = Phase::kConsume;
     } else {
-      spdlog::debug("reading {}: {}", topic, rd_kafka_message_errstr(m));
+      // Up to the end: with read_committed, the end-of-partition event comes at the last stable
+      // offset, after the last committed record (aborted records and control records are
+      // skipped); a record at the high watermark's last offset ends a partition too (a broker
+      // without control records, such as librdkafka's mock cluster).
+      if (s.expired()) {
+        return std::unexpected("cannot read " + topic + " to its end within " +
+                               std::to_string(s.timeout.count()) +
+                               " ms (a transaction of another producer may still be open)");
+      }
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(s.rk.get(), std::min(s.left(stop), 200));
+      if (m == nullptr) continue;
+      if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        s.pending.erase(m->partition);
+      } else if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        const std::string_view k(static_cast<const char*>(m->key), m->key_len);
+        if (m->key != nullptr && k == s.key && m->payload != nullptr) {
+          if (auto p =
+                  decode_position(std::string_view(static_cast<const char*>(m->payload), m->len))) {
+            s.last = std::move(*p);
+          } else {
+            spdlog::warn("ignoring an unreadable position record in {} at offset {}", topic,
+                         m->offset);
+          }
+        }
+        if (m->offset + 1 >= s.end[m->partition]) s.pending.erase(m->partition);
+      } else if (m->err == RD_KAFKA_RESP_ERR__UNKNOWN_GROUP || m->err == RD_KAFKA_RESP_ERR__FATAL) {
+        const std::string why = rd_kafka_message_errstr(m);
+        rd_kafka_message_destroy(m);
+        return std::unexpected("reading " + topic + ": " + why);
+      } else {
+        spdlog::debug("reading {}: {}", topic, rd_kafka_message_errstr(m));
+      }
+      rd_kafka_message_destroy(m);
+      if (s.pending.empty()) return s.last;
     }
-    rd_kafka_message_destroy(m);
+  } while (std::chrono::steady_clock::now() < stop);
+  return std::nullopt;
+}
+
+std::expected<std::optional<StreamPosition>, std::string> read_position(
+    const config::KafkaConfig& cfg, const std::string& topic, const std::string& key,
+    std::chrono::milliseconds timeout) {
+  auto reader = PositionReader::start(cfg, topic, key, timeout);
+  if (!reader) return std::unexpected(reader.error());
+  for (;;) {
+    if (auto done = reader->poll(std::chrono::milliseconds(1000))) return *done;
   }
-  rd_kafka_assign(rk.get(), nullptr);
-  rd_kafka_consumer_close(rk.get());
-  return last;
 }
 
 }  // namespace walrelay::sink

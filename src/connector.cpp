@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <utility>
 
 #include "allocator.hpp"
 #include "preflight.hpp"
@@ -149,6 +150,16 @@ void Connector::create_producer() {
 
 void Connector::start_session() {
   if (stopping_) return;
+  if (eos_aborting_) {
+    // exactly_once: the last session's Kafka transaction is still being aborted (in slices on
+    // this event loop): the new session starts once it is.
+    reconnect_timer_.expires_after(std::chrono::milliseconds(100));
+    reconnect_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopping_) return;
+      start_session();
+    });
+    return;
+  }
   if (producer_broken_) {
     producer_->stop();
     producer_.reset();
@@ -164,15 +175,40 @@ void Connector::start_session() {
   stream_ = std::make_unique<replication::ReplicationStream>(
       io_.get_executor(), cfg_.source.conninfo, "walrelay-" + cfg_.name);
   reason_.clear();
-  eos_prepared_ = false;
-  Outcome outcome = prepare();
-  if (outcome == Outcome::kStreaming && !eos_prepared_ && !eos_prepare()) {
-    outcome = Outcome::kRetry;
-  }
+  after_prepare_ = nullptr;
+  const Outcome outcome = prepare();
   if (outcome != Outcome::kStreaming) {
-    stream_->close();
-    after_session(outcome, reason_);
+    session_not_started(outcome);
     return;
+  }
+  if (!exactly_once()) {
+    continue_session();
+    return;
+  }
+  // exactly_once: Kafka's last committed position first (with the snapshot progress consumers
+  // saw, so that a resumed snapshot starts right after its last committed row), without blocking
+  // the event loop.
+  eos_prepare([this](bool prepared) {
+    if (stopping_) return;
+    if (!prepared) {
+      session_not_started(Outcome::kRetry);
+      return;
+    }
+    continue_session();
+  });
+}
+
+void Connector::session_not_started(Outcome outcome) {
+  stream_->close();
+  after_session(outcome, reason_);
+}
+
+void Connector::continue_session() {
+  if (auto after = std::exchange(after_prepare_, nullptr)) {
+    if (const Outcome outcome = after(); outcome != Outcome::kStreaming) {
+      session_not_started(outcome);
+      return;
+    }
   }
   if (snapshot_progress_ && !snapshot_progress_->complete()) {
     run_snapshot();  // streams (or stops, initial_only) when it completes
@@ -345,7 +381,11 @@ Connector::Outcome Connector::prepare() {
     return Outcome::kStandby;
   }
 
-  if (cfg_.snapshot.mode == "initial_only") return prepare_initial_only();
+  if (cfg_.snapshot.mode == "initial_only") {
+    // After eos_prepare (continue_session): Kafka's snapshot progress first.
+    after_prepare_ = [this] { return prepare_initial_only(); };
+    return Outcome::kStreaming;
+  }
 
   auto found = stream_->find_slot(slot);
   if (!found) {
@@ -392,11 +432,13 @@ Connector::Outcome Connector::prepare() {
     }
     start_lsn_ = s.confirmed_flush_lsn;
     router_->set_stream_start(start_lsn_);
-    // exactly_once: Kafka's last committed position first, with the snapshot progress consumers
-    // saw, so that a resumed snapshot starts right after its last committed row.
-    if (!eos_prepare()) return Outcome::kRetry;
-    if (!resume_snapshot_progress(slot, s.confirmed_flush_lsn))
-      return fatal(ExitCode::kRuntimeError);
+    // After eos_prepare (continue_session): Kafka's last committed position first, with the
+    // snapshot progress consumers saw, so that a resumed snapshot starts right after its last
+    // committed row.
+    after_prepare_ = [this, slot, confirmed = s.confirmed_flush_lsn] {
+      return resume_snapshot_progress(slot, confirmed) ? Outcome::kStreaming
+                                                       : fatal(ExitCode::kRuntimeError);
+    };
   }
   tracker_ = sink::AckTracker{};
   tracker_.set_confirmed(start_lsn_);
@@ -473,7 +515,8 @@ void Connector::end_session() {
   catalog_check_timer_.cancel();
   confirm_timer_.cancel();
   commit_timer_.cancel();
-  eos_committing_ = false;  // a commit in progress is not resumed: eos_abort_open aborts it
+  if (eos_committing_) txn_call_.cancel();  // not resumed: eos_abort_open aborts it
+  eos_committing_ = false;
   unit_open_ = false;
   eos_abort_open();  // exactly_once: the next session replays what the open transaction held
   if (stream_) stream_->close();
@@ -540,6 +583,12 @@ void Connector::on_producer_fatal(const std::string& reason) {
   // Called from inside the producer's poll: act after it returns.
   asio::post(io_, [this, reason] {
     if (stopping_ || producer_broken_) return;
+    if (eos_starting_) {
+      // exactly_once, a session starting: acted on once eos_prepare ended (a fatal
+      // init_transactions replaces the producer first, as when it blocked the event loop).
+      eos_deferred_fatal_ = reason;
+      return;
+    }
     if (eos_fenced_by(reason)) return;
     if (reason.starts_with("_AUTHENTICATION")) {
       spdlog::error(
@@ -742,7 +791,11 @@ void Connector::apply_backpressure() {
 void Connector::maybe_resume() {
   // exactly_once: nothing is published while a commit is in progress, whether its delivery
   // reports are served inside commit_transaction or between its slices (eos_commit_done resumes).
-  if (!streaming_ || stopping_ || !stream_->paused() || parked_ || eos_committing_) return;
+  // Nor while the transaction is being aborted (the session ends).
+  if (!streaming_ || stopping_ || !stream_->paused() || parked_ || eos_committing_ ||
+      eos_restarting_) {
+    return;
+  }
   if (!pending_.empty() && !publish_pending()) return;
   if (tracker_.in_flight_events() + stale_in_flight_ < cfg_.kafka.max_in_flight_events &&
       tracker_.in_flight_bytes() < cfg_.kafka.max_in_flight_bytes) {
@@ -802,7 +855,10 @@ void Connector::on_delivery(const sink::DeliveryReport& r) {
   }
   const auto lsn = tracker_.next_lsn_of(seq);
   const std::string key = r.has_key ? std::string(r.key) : std::string("null");
-  if (stopping_) {
+  // exactly_once: an abort in progress purges what was not sent yet: expected, and the session
+  // ends anyway.
+  if (stopping_ || (eos_aborting_ && (r.err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+                                      r.err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT))) {
     tracker_.on_failure(seq, r.bytes);
     return;
   }
@@ -956,6 +1012,11 @@ void Connector::finish(ExitCode code) {
   if (snapshotter_) snapshotter_->stop_reading();  // what is acknowledged still counts
   // Defer the blocking part: finish may be called from inside a delivery report.
   commit_timer_.cancel();
+  // exactly_once: a commit in progress is taken over by eos_finish; a session's start ends here.
+  txn_call_.stop_driving();
+  eos_poll_timer_.cancel();
+  topic_creation_.reset();
+  position_reader_.reset();
   asio::post(io_, [this, code] {
     eos_finish(code);
     if (producer_) {

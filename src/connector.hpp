@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <expected>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,6 +34,7 @@
 #include "walrelay/sink/kafka_producer.hpp"
 #include "walrelay/sink/kafka_transactions.hpp"
 #include "walrelay/sink/publisher.hpp"
+#include "walrelay/sink/sliced_call.hpp"
 
 namespace walrelay {
 
@@ -61,7 +64,17 @@ class Connector {
     kFatal,      ///< exit with `fatal_code_`
   };
 
+  /// Prepares a session (prepare(), then, exactly_once, eos_prepare on the event loop) and goes
+  /// on with continue_session; waits while the last session's Kafka transaction is being aborted.
   void start_session();
+  /// After prepare() (and eos_prepare): `after_prepare_`, then the snapshot or the stream.
+  void continue_session();
+  /// A session attempt ended before streaming: closes the connection, after_session(outcome).
+  void session_not_started(Outcome outcome);
+  /// Set by prepare() for what must run after eos_prepare (which may replace the local snapshot
+  /// progress with Kafka's): reading an existing slot's snapshot progress, or the initial_only
+  /// preparation. Run by continue_session; kStreaming to go on.
+  std::function<Outcome()> after_prepare_;
   /// START_REPLICATION and the session's timers (after the snapshot, if one ran).
   void start_streaming();
   Outcome prepare();
@@ -302,13 +315,35 @@ class Connector {
   [[nodiscard]] std::string eos_progress() const;
   /// On stop: commits the open Kafka transaction (SIGTERM) or aborts it (any other stop).
   void eos_finish(ExitCode code);
-  /// Once per session, in prepare() before an existing slot's snapshot progress is read (else
-  /// after prepare()): initialises the transactional producer (fencing an older instance with the
-  /// same transactional.id), creates the positions topic if needed, reads the last committed
-  /// position (read_committed) and takes the snapshot progress it carries
-  /// (reconcile_snapshot_progress). False with `reason_` set: retry the session.
-  bool eos_prepare();
-  bool eos_prepared_ = false;  // eos_prepare succeeded in this session
+  /// Once per session, after prepare() and before the snapshot progress is read: initialises the
+  /// transactional producer (a later session: a new producer, after aborting the last one's open
+  /// transaction; fencing an older instance with the same transactional.id), creates the
+  /// positions topic if needed, reads the last committed position (read_committed) and takes the
+  /// snapshot progress it carries (reconcile_snapshot_progress). Never blocks the event loop for
+  /// more than about 100 ms at a time: init_transactions runs in slices (`txn_call_`, 30 s
+  /// overall), the topic creation (30 s) and the reading (30 s) are polled on `eos_poll_timer_`.
+  /// Meanwhile (`eos_starting_`) nothing is published or confirmed. Then calls `done`: true to
+  /// go on; false with `reason_` set to retry the session (fatal/fenced init: with a new
+  /// producer). Not at all once the connector stops (stopping_).
+  void eos_prepare(std::function<void(bool)> done);
+  /// eos_prepare's steps: init_transactions, the positions topic, the position.
+  void eos_prepare_init();
+  void eos_prepare_topic();
+  void eos_poll_topic_creation();
+  void eos_prepare_read();
+  void eos_poll_position();
+  /// Takes the position read (or the reason it could not be) and ends eos_prepare.
+  void eos_take_position(std::expected<std::optional<sink::StreamPosition>, std::string> read);
+  /// Ends eos_prepare: calls its `done` with `ok`.
+  void eos_prepare_end(bool ok);
+  std::function<void(bool)> eos_prepare_done_;
+  bool eos_starting_ = false;  // eos_prepare is in progress
+  /// A producer fatal error reported while eos_prepare runs: acted on once it ended (as when
+  /// init_transactions blocked the loop: a fatal init result comes first and replaces the
+  /// producer anyway).
+  std::optional<std::string> eos_deferred_fatal_;
+  std::optional<sink::PositionsTopicCreation> topic_creation_;
+  std::optional<sink::PositionReader> position_reader_;
   /// True when the signal `c` (a logical message or a signal-table row) is in a unit Kafka already
   /// has: its effect is in the position record's progress, so it is not applied again.
   [[nodiscard]] bool eos_signal_in_kafka(const decoder::Change& c) const;
@@ -333,27 +368,35 @@ class Connector {
   void eos_on_unit_end();
   /// Writes the position record and starts committing the open Kafka transaction; once the
   /// commit succeeded (eos_commit_done), confirms and resumes publishing. The commit runs in
-  /// slices of at most 100 ms on the event loop (eos_commit_step, on `commit_timer_`); until it
+  /// slices of at most 100 ms on the event loop (`txn_call_`); until it
   /// ends (`eos_committing_`) the stream is paused and nothing is published (before_publish
   /// answers ERR__QUEUE_FULL). `blocking`: only set up; eos_finish calls the slices itself.
   void eos_commit(bool blocking = false);
-  /// One slice of the commit, then the next one on `commit_timer_` or eos_commit_done.
-  void eos_commit_step();
-  /// rd_kafka_commit_transaction for at most one slice. kRetry: not done yet (call again);
-  /// kAbort once the budget (60 s, or 6 retriable errors besides the slice's timeout) is spent.
-  sink::TxnResult eos_commit_slice();
   /// The commit ended with `r`: counts and confirms it, or acts on the failure (eos_failed).
   void eos_commit_done(const sink::TxnResult& r);
   void eos_schedule_commit();
   /// A transactional call failed: fenced → stop (exit 8); otherwise abort and replay.
   void eos_failed(const sink::TxnResult& r, const std::string& what);
   /// Aborts the open Kafka transaction and starts a new session (the replay skips what Kafka
-  /// has); `new_producer` after a fatal producer error.
+  /// has); `new_producer` after a fatal producer error. The abort runs on the event loop
+  /// (eos_abort); meanwhile the stream is paused and nothing is published.
   void eos_restart(const std::string& reason, bool new_producer);
+  /// The rest of eos_restart once the transaction is aborted (`replace`: it could not be, or the
+  /// producer is broken: a new producer takes over): ends the session, starts the next one.
+  void eos_restart_done(const std::string& reason, bool replace);
+  /// rd_kafka_abort_transaction in slices of at most 100 ms on the event loop (`txn_call_`), 10 s
+  /// overall (then a non-ok result, kAbort), `eos_aborting_` meanwhile; drops the held reports
+  /// and calls `then` with the outcome (not when the connector stops meanwhile: eos_finish
+  /// aborts).
+  void eos_abort(std::function<void(const sink::TxnResult&)> then);
   void eos_fenced(const std::string& reason);
   /// Aborts the open Kafka transaction, if any (a session ends: its records are replayed, and an
-  /// open transaction would hold the positions topic's last stable offset back). Fenced → stop.
-  void eos_abort_open();
+  /// open transaction would hold the positions topic's last stable offset back), on the event
+  /// loop (eos_abort), then calls `then` (at once when none is open or the producer is broken).
+  /// Fenced → stop (exit 8; `then` is not called). Another failure: a new producer takes over
+  /// (producer_broken_). While it runs, eos_restarting_ (nothing joins the transaction) and the
+  /// next session waits for it (start_session).
+  void eos_abort_open(std::function<void()> then = {});
   /// A delivery report with an error in exactly_once mode: the transaction cannot commit.
   void eos_delivery_failed(const std::string& reason, rd_kafka_resp_err_t err);
   /// What may be confirmed to the slot: in exactly_once mode only what a Kafka commit covered.
@@ -363,10 +406,12 @@ class Connector {
   /// The same, kept: a position record never goes back behind it.
   std::optional<sink::StreamPosition> resume_position_;
   bool eos_committing_ = false;  // a commit is in progress (eos_commit .. eos_commit_done)
-  std::chrono::steady_clock::time_point commit_started_;
-  std::chrono::steady_clock::time_point commit_next_warning_;
-  int commit_attempts_ = 0;  // retriable errors other than a slice's timeout
-  Lsn commit_covers_;        // the end of the last complete unit in the committing transaction
+  bool eos_aborting_ = false;    // an abort is in progress (eos_abort)
+  /// The transactional call in progress (commit, abort or init), in slices of at most 100 ms.
+  sink::SlicedCall txn_call_{io_.get_executor()};
+  /// eos_prepare polls the positions topic's creation and reading on it.
+  boost::asio::steady_timer eos_poll_timer_{io_};
+  Lsn commit_covers_;  // the end of the last complete unit in the committing transaction
   bool eos_finish_aborted_ = false;      // eos_finish aborted the open Kafka transaction
   sink::StreamPosition batch_position_;  // what the open Kafka transaction's position says
   bool batch_has_position_ = false;

@@ -23,9 +23,14 @@
 // files' (which may lag it: a crash between a commit and the local save), so a resumed snapshot
 // starts right after the last row Kafka has, and a signal in a unit Kafka has is not applied again.
 //
-// Commits never block the event loop for long: rd_kafka_commit_transaction is resumable, so it is
-// called for at most kCommitSlice at a time, again from commit_timer_ until it completes or its
-// budget is spent (then the transaction is aborted, as before). While a commit is in progress
+// Transactional calls never block the event loop for long: rd_kafka_init_transactions,
+// rd_kafka_commit_transaction and rd_kafka_abort_transaction are resumable, so each is called for
+// at most kSlice at a time, again from a timer until it completes or its budget is spent
+// (sink::SlicedCall, `txn_call_`; a commit that cannot complete is then aborted, as before). The
+// positions topic's creation and reading at a session's start are polled the same way
+// (eos_poll_timer_). While a session starts (eos_starting_) or a transaction is aborted
+// (eos_restarting_) nothing is published and nothing beyond the last commit is confirmed; the
+// next session waits for an abort in progress (start_session). While a commit is in progress
 // (eos_committing_) nothing joins the transaction: before_publish answers ERR__QUEUE_FULL, which
 // every publisher treats as a full producer queue (the stream is paused and keeps the change's
 // records in `pending_`, the snapshot waits for maybe_continue), and no commit starts while a
@@ -37,6 +42,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cstdlib>
+#include <utility>
 
 #include "connector.hpp"
 
@@ -46,19 +52,33 @@ namespace asio = boost::asio;
 
 namespace {
 
-constexpr std::chrono::milliseconds kInitTimeout{30'000};
-constexpr std::chrono::milliseconds kPositionTimeout{30'000};
-constexpr std::chrono::milliseconds kCommitTimeout{10'000};  // abort_transaction
-// A commit is resumable (librdkafka >= 1.9: a timed-out commit_transaction goes on in the
-// background and the next call picks it up), so the event loop calls it for at most kCommitSlice
-// at a time and comes back on a timer until kCommitBudget has passed or kCommitAttempts retriable
-// errors other than the slice's own timeout came back; then the transaction is aborted.
-constexpr std::chrono::milliseconds kCommitSlice{100};
-constexpr std::chrono::milliseconds kCommitBudget{60'000};
-constexpr std::chrono::milliseconds kCommitRetryDelay{100};  // after a retriable error
-constexpr int kCommitAttempts = 6;
-constexpr std::chrono::seconds kCommitFirstWarning{1};
-constexpr std::chrono::seconds kCommitWarningInterval{10};
+// The transactional calls are resumable (librdkafka >= 1.9: a timed-out call goes on in the
+// background and the next call picks it up), so the event loop calls each for at most kSlice at a
+// time and comes back on a timer until its budget has passed or kTxnAttempts retriable errors
+// other than the slice's own timeout came back (sink::SlicedCall).
+constexpr std::chrono::milliseconds kSlice{100};
+constexpr std::chrono::milliseconds kInitBudget{30'000};       // init_transactions
+constexpr std::chrono::milliseconds kPositionTimeout{30'000};  // creating, reading the topic
+constexpr std::chrono::milliseconds kAbortBudget{10'000};      // abort_transaction
+constexpr std::chrono::milliseconds kCommitBudget{60'000};     // commit_transaction
+constexpr std::chrono::milliseconds kRetryDelay{100};          // after a retriable error
+constexpr int kTxnAttempts = 6;
+constexpr std::chrono::milliseconds kFirstWarning{1'000};
+constexpr std::chrono::milliseconds kWarningInterval{10'000};
+// How often the positions topic's creation is looked at (without waiting).
+constexpr std::chrono::milliseconds kTopicPollInterval{20};
+
+sink::SlicedCall::Limits txn_limits(std::chrono::milliseconds budget) {
+  sink::SlicedCall::Limits l;
+  l.slice = kSlice;
+  l.budget = budget;
+  l.retry_delay = kRetryDelay;
+  l.max_errors = kTxnAttempts;
+  l.spent = sink::TxnAction::kAbort;
+  l.first_warning = kFirstWarning;
+  l.warning_interval = kWarningInterval;
+  return l;
+}
 
 }  // namespace
 
@@ -68,6 +88,7 @@ void Connector::eos_attach_publisher() {
     // While a commit is in progress nothing may join the transaction: the record waits as for a
     // full queue (the stream stays paused, the snapshot waits for maybe_continue).
     if (eos_committing_) return RD_KAFKA_RESP_ERR__QUEUE_FULL;
+    if (eos_starting_) return RD_KAFKA_RESP_ERR__STATE;
     return eos_open() ? RD_KAFKA_RESP_ERR_NO_ERROR : RD_KAFKA_RESP_ERR__STATE;
   });
   publisher_.hold_reports(sink::RecordSource::kSnapshot, true);
@@ -106,12 +127,13 @@ void Connector::eos_finish(ExitCode code) {
   // The process is stopping, so the commit blocks the event loop (in slices, so that a second
   // signal cuts it short), within the same budget as while running; what it does not commit is
   // aborted below and published again by the next start.
-  if (code == ExitCode::kOk && !eos_restarting_ && (eos_committing_ || !pending_chunk_)) {
+  if (code == ExitCode::kOk && !eos_restarting_ && !eos_aborting_ &&
+      (eos_committing_ || !pending_chunk_)) {
     stopping_ = false;  // eos_commit acts only while running
     if (!eos_committing_) eos_commit(/*blocking=*/true);
-    while (eos_committing_ && !eos_restarting_ && !second_signal()) {
-      const sink::TxnResult r = eos_commit_slice();
-      if (r.action != sink::TxnAction::kRetry) eos_commit_done(r);
+    // finish() stopped driving a commit in progress: it is taken over here (eos_commit_done ends
+    // it).
+    while (eos_committing_ && !eos_restarting_ && !second_signal() && txn_call_.step()) {
     }
     if (eos_committing_) {
       spdlog::warn("second signal: not waiting for the Kafka commit; the transaction is aborted");
@@ -120,6 +142,7 @@ void Connector::eos_finish(ExitCode code) {
     stopping_ = true;
   }
   eos_committing_ = false;
+  txn_call_.cancel();
   if (txn_ && txn_->open()) {
     (void)txn_->abort(std::chrono::milliseconds(5000));
     // Its records were acknowledged, but no read_committed consumer sees them: the slot is
@@ -139,8 +162,7 @@ Lsn Connector::confirmable_lsn() const {
   return std::max(committed_lsn_, tracker_.flush_lsn());
 }
 
-bool Connector::eos_prepare() {
-  if (!exactly_once()) return true;
+void Connector::eos_prepare(std::function<void(bool)> done) {
   committed_lsn_ = start_lsn_;
   kafka_position_.reset();
   resume_position_.reset();
@@ -150,85 +172,179 @@ bool Connector::eos_prepare() {
   unit_open_ = false;
   eos_restarting_ = false;
   eos_committing_ = false;
+  eos_starting_ = true;
+  eos_prepare_done_ = std::move(done);
   positions_topic_ = sink::positions_topic(cfg_.topics.prefix);
-  const std::string tid = sink::transactional_id_for(cfg_.name);
   if (txn_ && txn_->initialized()) {
     // A later session: another instance may have held the slot and the transactional.id in
     // between, so this one must fence it again, and an initialised producer cannot initialise
     // again (librdkafka): a new producer. Nothing is carried over from the earlier session.
-    eos_abort_open();
-    if (stopping_) return false;
-    producer_->stop();
-    producer_.reset();
-    try {
-      create_producer();
-    } catch (const std::exception& e) {
-      reason_ = e.what();
-      return false;
-    }
-  }
-  if (!txn_) txn_ = std::make_unique<sink::KafkaTransactions>(*producer_);
-  if (!txn_->initialized()) {
-    const sink::TxnResult r = txn_->init(kInitTimeout);
-    if (!r.ok()) {
-      reason_ = "cannot initialise Kafka transactions (transactional.id " + tid + "): " + r.message;
-      if (r.action == sink::TxnAction::kFatal || r.action == sink::TxnAction::kFenced) {
-        producer_broken_ = true;
+    eos_abort_open([this] {
+      if (stopping_) return;
+      producer_->stop();
+      producer_.reset();
+      try {
+        create_producer();
+      } catch (const std::exception& e) {
+        reason_ = e.what();
+        eos_prepare_end(false);
+        return;
       }
-      return false;
-    }
-    spdlog::info(
-        "delivery exactly_once: transactional.id {} initialised (any older instance with it is "
-        "fenced, a transaction it left open is aborted)",
-        tid);
+      eos_prepare_init();
+    });
+    return;
   }
-  if (auto created = sink::ensure_positions_topic(cfg_.kafka, positions_topic_, kPositionTimeout);
-      !created) {
+  eos_prepare_init();
+}
+
+void Connector::eos_prepare_init() {
+  eos_restarting_ = false;  // eos_abort_open set it while it aborted
+  if (!txn_) txn_ = std::make_unique<sink::KafkaTransactions>(*producer_);
+  if (txn_->initialized()) {
+    eos_prepare_topic();
+    return;
+  }
+  txn_call_.start(
+      "init_transactions", txn_limits(kInitBudget),
+      [this](std::chrono::milliseconds timeout) { return txn_->init(timeout); },
+      [this](const sink::TxnResult& r) {
+        if (stopping_) return;
+        const std::string tid = sink::transactional_id_for(cfg_.name);
+        if (!r.ok()) {
+          reason_ =
+              "cannot initialise Kafka transactions (transactional.id " + tid + "): " + r.message;
+          if (r.action == sink::TxnAction::kFatal || r.action == sink::TxnAction::kFenced) {
+            producer_broken_ = true;
+          }
+          eos_prepare_end(false);
+          return;
+        }
+        spdlog::info(
+            "delivery exactly_once: transactional.id {} initialised (any older instance with it "
+            "is fenced, a transaction it left open is aborted)",
+            tid);
+        eos_prepare_topic();
+      },
+      /*drive=*/true, " (the session waits meanwhile; health and metrics go on)");
+}
+
+void Connector::eos_prepare_topic() {
+  auto creation =
+      sink::PositionsTopicCreation::start(cfg_.kafka, positions_topic_, kPositionTimeout);
+  if (!creation) {
     spdlog::warn(
         "cannot create the positions topic {} ({}); walrelay goes on in case it exists or is "
         "created by the broker: create it as a compacted topic with one partition",
-        positions_topic_, created.error());
+        positions_topic_, creation.error());
+    eos_prepare_read();
+    return;
   }
-  auto position = sink::read_position(cfg_.kafka, positions_topic_, cfg_.name, kPositionTimeout);
+  topic_creation_.emplace(std::move(*creation));
+  eos_poll_topic_creation();
+}
+
+void Connector::eos_poll_topic_creation() {
+  if (stopping_ || !topic_creation_) return;
+  auto created = topic_creation_->poll(std::chrono::milliseconds(0));
+  if (!created) {
+    eos_poll_timer_.expires_after(kTopicPollInterval);
+    eos_poll_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) eos_poll_topic_creation();
+    });
+    return;
+  }
+  topic_creation_.reset();
+  if (!*created) {
+    spdlog::warn(
+        "cannot create the positions topic {} ({}); walrelay goes on in case it exists or is "
+        "created by the broker: create it as a compacted topic with one partition",
+        positions_topic_, created->error());
+  }
+  eos_prepare_read();
+}
+
+void Connector::eos_prepare_read() {
+  auto reader =
+      sink::PositionReader::start(cfg_.kafka, positions_topic_, cfg_.name, kPositionTimeout);
+  if (!reader) {
+    eos_take_position(std::unexpected(reader.error()));
+    return;
+  }
+  position_reader_.emplace(std::move(*reader));
+  eos_poll_position();
+}
+
+void Connector::eos_poll_position() {
+  if (stopping_ || !position_reader_) return;
+  auto read = position_reader_->poll(kSlice);
+  if (!read) {
+    // Right away, after the handlers that are ready (health, metrics, signals) ran.
+    eos_poll_timer_.expires_after(std::chrono::milliseconds(0));
+    eos_poll_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) eos_poll_position();
+    });
+    return;
+  }
+  position_reader_.reset();
+  eos_take_position(std::move(*read));
+}
+
+void Connector::eos_take_position(
+    std::expected<std::optional<sink::StreamPosition>, std::string> position) {
   if (!position) {
     reason_ = "cannot read the last committed position from " + positions_topic_ + ": " +
               position.error();
-    return false;
+    eos_prepare_end(false);
+    return;
   }
   if (!*position) {
-    eos_prepared_ = true;
     spdlog::info(
         "delivery exactly_once: no position for '{}' in {} yet; publishing from the "
         "slot's confirmed_flush_lsn {}",
         cfg_.name, positions_topic_, start_lsn_.to_string());
-    return true;
+    eos_prepare_end(true);
+    return;
   }
   const sink::StreamPosition& p = **position;
   if (p.system_id != system_.system_id) {
-    eos_prepared_ = true;
     spdlog::warn(
         "the position stored in {} is of PostgreSQL system {}, not {}: ignored (changes after "
         "the slot's confirmed_flush_lsn {} that Kafka already has are published again)",
         positions_topic_, p.system_id, system_.system_id, start_lsn_.to_string());
-    return true;
+    eos_prepare_end(true);
+    return;
   }
-  if (!reconcile_snapshot_progress(p)) return false;
+  if (!reconcile_snapshot_progress(p)) {
+    eos_prepare_end(false);
+    return;
+  }
   kafka_position_ = p;
   kafka_position_->snapshot.reset();  // taken (reconcile_snapshot_progress): not kept in memory
   kafka_position_->incremental.reset();
   resume_position_ = kafka_position_;
-  eos_prepared_ = true;
   spdlog::info(
       "delivery exactly_once: Kafka has everything up to the transaction ending at {}{} "
       "(timeline {}); the slot resumes from {} and what Kafka has is skipped",
       p.lsn.to_string(),
       p.index < 0 ? std::string() : " (its first " + std::to_string(p.index) + " records)",
       p.timeline, start_lsn_.to_string());
-  return true;
+  eos_prepare_end(true);
+}
+
+void Connector::eos_prepare_end(bool ok) {
+  eos_starting_ = false;
+  eos_poll_timer_.cancel();
+  topic_creation_.reset();
+  position_reader_.reset();
+  // A fatal producer error that came meanwhile (on_producer_fatal deferred it).
+  if (auto why = std::exchange(eos_deferred_fatal_, std::nullopt); why && !producer_broken_) {
+    on_producer_fatal(*why);  // acts from the event loop, after this session's start
+  }
+  if (auto done = std::exchange(eos_prepare_done_, nullptr)) done(ok);
 }
 
 bool Connector::eos_open() {
-  if (eos_restarting_ || !txn_ || stopping_) return false;
+  if (eos_restarting_ || eos_starting_ || eos_aborting_ || !txn_ || stopping_) return false;
   if (txn_->open()) return true;
   // With no transaction open everything acknowledged is committed: keep it, so that what may be
   // confirmed never goes back while the new transaction is open.
@@ -392,60 +508,17 @@ void Connector::eos_commit(bool blocking) {
   // ERR__QUEUE_FULL); when it takes more than a slice the stream is paused and the event loop
   // goes on between the slices.
   eos_committing_ = true;
-  commit_started_ = std::chrono::steady_clock::now();
-  commit_next_warning_ = commit_started_ + kCommitFirstWarning;
-  commit_attempts_ = 0;
   commit_covers_ = has_position && position.index < 0 ? position.lsn : Lsn{};
-  if (!blocking) eos_commit_step();  // eos_finish drives a blocking one itself
-}
-
-void Connector::eos_commit_step() {
-  if (!eos_committing_ || stopping_) return;  // eos_finish takes an interrupted commit over
-  const sink::TxnResult r = eos_commit_slice();
-  if (r.action != sink::TxnAction::kRetry) {
-    eos_commit_done(r);
-    return;
-  }
-  if (stopping_ || !eos_committing_) return;  // eos_finish, or eos_restart during the slice
-  // No change is decoded meanwhile (a split's caller keeps its records in `pending_`);
-  // eos_commit_done resumes the stream.
-  if (streaming_ && stream_) stream_->pause();
-  // Right away after the slice's own timeout (the delivery reports and the other handlers ran in
-  // between); after a short delay when the coordinator answered with a retriable error.
-  commit_timer_.expires_after(r.code == RD_KAFKA_RESP_ERR__TIMED_OUT ? std::chrono::milliseconds(0)
-                                                                     : kCommitRetryDelay);
-  commit_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) eos_commit_step();
-  });
-}
-
-sink::TxnResult Connector::eos_commit_slice() {
-  const auto now = std::chrono::steady_clock::now();
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(commit_started_ + kCommitBudget - now);
-  sink::TxnResult r = txn_->commit(std::clamp(left, std::chrono::milliseconds(1), kCommitSlice));
-  if (r.action != sink::TxnAction::kRetry || eos_restarting_) return r;
-  const auto elapsed = std::chrono::steady_clock::now() - commit_started_;
-  const double secs = std::chrono::duration<double>(elapsed).count();
-  if (r.code != RD_KAFKA_RESP_ERR__TIMED_OUT) {
-    ++commit_attempts_;
-    spdlog::warn("commit_transaction (attempt {} of {}): {}; retrying", commit_attempts_,
-                 kCommitAttempts, r.message);
-  }
-  if (commit_attempts_ >= kCommitAttempts || elapsed >= kCommitBudget) {
-    r.action = sink::TxnAction::kAbort;
-    r.message = fmt::format("not committed after {:.1f} s and {} retriable errors (last: {})", secs,
-                            commit_attempts_, r.message);
-    return r;
-  }
-  if (std::chrono::steady_clock::now() >= commit_next_warning_) {
-    commit_next_warning_ = std::chrono::steady_clock::now() + kCommitWarningInterval;
-    spdlog::warn(
-        "commit_transaction has not completed after {:.1f} s ({}); still trying for up to {} s "
-        "(the stream waits meanwhile; health, metrics and standby status updates go on)",
-        secs, r.message, std::chrono::duration_cast<std::chrono::seconds>(kCommitBudget).count());
-  }
-  return r;
+  // Driven from the event loop unless blocking (eos_finish calls the slices itself); a quick
+  // commit is done (eos_commit_done ran) when start returns.
+  txn_call_.start(
+      "commit_transaction", txn_limits(kCommitBudget),
+      [this](std::chrono::milliseconds timeout) { return txn_->commit(timeout); },
+      [this](const sink::TxnResult& r) { eos_commit_done(r); }, !blocking,
+      " (the stream waits meanwhile; health, metrics and standby status updates go on)");
+  // Longer than a slice: no change is decoded meanwhile (a split's caller keeps its records in
+  // `pending_`); eos_commit_done resumes the stream.
+  if (!blocking && eos_committing_ && !stopping_ && streaming_ && stream_) stream_->pause();
 }
 
 void Connector::eos_commit_done(const sink::TxnResult& r) {
@@ -455,8 +528,8 @@ void Connector::eos_commit_done(const sink::TxnResult& r) {
     return;
   }
   ++eos_commits_;
-  if (const auto took = std::chrono::steady_clock::now() - commit_started_;
-      took >= kCommitFirstWarning) {
+  if (const auto took = std::chrono::steady_clock::now() - txn_call_.started();
+      took >= kFirstWarning) {
     spdlog::info("commit_transaction completed after {:.1f} s",
                  std::chrono::duration<double>(took).count());
   }
@@ -494,49 +567,75 @@ void Connector::eos_failed(const sink::TxnResult& r, const std::string& what) {
 }
 
 void Connector::eos_restart(const std::string& reason, bool new_producer) {
-  if (eos_restarting_ || stopping_) return;
+  // While a session starts no transaction is open: a failure reported meanwhile (of an earlier
+  // session's record) has nothing to abort, and the session being started replays it anyway.
+  if (eos_restarting_ || stopping_ || eos_starting_) return;
   eos_restarting_ = true;
   eos_committing_ = false;  // a commit in progress is not resumed: the transaction is aborted
   commit_timer_.cancel();
+  // No more slices of a commit in progress (one under way on the stack still ends in
+  // eos_commit_done, which counts a commit that completed and does nothing more).
+  txn_call_.stop_driving();
   if (stream_) stream_->pause();
   // Act outside the current call chain (a delivery report or librdkafka's commit may be on the
   // stack).
   asio::post(io_, [this, reason, new_producer] {
     if (stopping_) return;
-    bool replace = new_producer;
-    if (!replace && txn_ && txn_->open()) {
-      const sink::TxnResult a = txn_->abort(kCommitTimeout);
+    if (!eos_aborting_) txn_call_.cancel();
+    if (new_producer || !txn_ || !txn_->open() || eos_aborting_) {
+      // eos_aborting_: end_session's abort is under way; start_session waits for it.
+      eos_restart_done(reason, new_producer);
+      return;
+    }
+    eos_abort([this, reason](const sink::TxnResult& a) {
       if (a.action == sink::TxnAction::kFenced) {
         eos_restarting_ = false;
         eos_fenced("abort_transaction failed: " + a.message);
         return;
       }
-      if (!a.ok()) {
+      if (!a.ok())
         spdlog::warn("abort_transaction failed: {}; a new producer takes over", a.message);
-        replace = true;
-      }
-    }
-    ++eos_aborts_;
-    publisher_.drop_held();
-    if (replace) producer_broken_ = true;
-    if (snapshotter_) {
-      snapshotter_.reset();  // resumes from its last acknowledged (committed) chunk
-      if (stream_) stream_->close();
-    }
-    // A session that committed beyond any before it starts the backoff over (as a server error
-    // does, note_session_failure): an abort now and then must not grow the delay for good.
-    if (streaming_ && confirmable_lsn() > best_flush_) {
-      best_flush_ = confirmable_lsn();
-      backoff_ = std::chrono::milliseconds(0);
-    }
-    if (streaming_) {
-      end_session();
-    } else {
-      reconnect_timer_.cancel();
-    }
-    after_session(Outcome::kRetry, "Kafka transaction aborted (" + reason +
-                                       "); publishing again from the last committed position");
+      eos_restart_done(reason, !a.ok());
+    });
   });
+}
+
+void Connector::eos_restart_done(const std::string& reason, bool replace) {
+  if (stopping_) return;
+  ++eos_aborts_;
+  publisher_.drop_held();
+  if (replace) producer_broken_ = true;
+  if (snapshotter_) {
+    snapshotter_.reset();  // resumes from its last acknowledged (committed) chunk
+    if (stream_) stream_->close();
+  }
+  // A session that committed beyond any before it starts the backoff over (as a server error
+  // does, note_session_failure): an abort now and then must not grow the delay for good.
+  if (streaming_ && confirmable_lsn() > best_flush_) {
+    best_flush_ = confirmable_lsn();
+    backoff_ = std::chrono::milliseconds(0);
+  }
+  if (streaming_) {
+    end_session();
+  } else {
+    reconnect_timer_.cancel();
+  }
+  after_session(Outcome::kRetry, "Kafka transaction aborted (" + reason +
+                                     "); publishing again from the last committed position");
+}
+
+void Connector::eos_abort(std::function<void(const sink::TxnResult&)> then) {
+  eos_aborting_ = true;
+  txn_call_.start(
+      "abort_transaction", txn_limits(kAbortBudget),
+      [this](std::chrono::milliseconds timeout) { return txn_->abort(timeout); },
+      [this, then = std::move(then)](const sink::TxnResult& r) {
+        eos_aborting_ = false;
+        publisher_.drop_held();
+        if (stopping_) return;
+        then(r);
+      },
+      /*drive=*/true, " (nothing is published meanwhile; health and metrics go on)");
 }
 
 void Connector::eos_fenced(const std::string& reason) {
@@ -552,19 +651,25 @@ void Connector::eos_fenced(const std::string& reason) {
   finish(ExitCode::kFenced);
 }
 
-void Connector::eos_abort_open() {
-  if (!exactly_once() || !txn_ || !txn_->open() || producer_broken_) return;
-  const sink::TxnResult a = txn_->abort(kCommitTimeout);
-  publisher_.drop_held();
-  if (a.ok()) {
-    ++eos_aborts_;
-    spdlog::info("aborted the open Kafka transaction; the next session publishes it again");
-  } else if (a.action == sink::TxnAction::kFenced) {
-    eos_fenced("abort_transaction failed: " + a.message);
-  } else {
-    spdlog::warn("abort_transaction failed: {}; a new producer takes over", a.message);
-    producer_broken_ = true;
+void Connector::eos_abort_open(std::function<void()> then) {
+  if (!exactly_once() || !txn_ || !txn_->open() || producer_broken_ || eos_aborting_) {
+    if (then) then();
+    return;
   }
+  eos_restarting_ = true;  // nothing joins the transaction meanwhile
+  eos_abort([this, then = std::move(then)](const sink::TxnResult& a) {
+    if (a.ok()) {
+      ++eos_aborts_;
+      spdlog::info("aborted the open Kafka transaction; the next session publishes it again");
+    } else if (a.action == sink::TxnAction::kFenced) {
+      eos_fenced("abort_transaction failed: " + a.message);
+      return;
+    } else {
+      spdlog::warn("abort_transaction failed: {}; a new producer takes over", a.message);
+      producer_broken_ = true;
+    }
+    if (then) then();
+  });
 }
 
 void Connector::eos_delivery_failed(const std::string& reason, rd_kafka_resp_err_t err) {

@@ -200,8 +200,8 @@ Connector::Outcome Connector::prepare_initial_only() {
   // No slot is kept: the rows are read from a temporary slot's exported snapshot (dropped when
   // this connection closes), and walrelay stops afterwards.
   const std::string& slot = cfg_.source.slot;
-  // exactly_once: the progress Kafka's last committed position carries first.
-  if (!eos_prepare()) return Outcome::kRetry;
+  // exactly_once: runs after eos_prepare (continue_session), which took the progress Kafka's last
+  // committed position carries first.
   snapshot_store_ = std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot);
   auto loaded = snapshot_store_->load();
   if (!loaded) {

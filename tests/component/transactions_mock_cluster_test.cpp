@@ -13,9 +13,12 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mock_cluster.hpp"
@@ -24,6 +27,7 @@
 #include "walrelay/core/record.hpp"
 #include "walrelay/sink/kafka_producer.hpp"
 #include "walrelay/sink/kafka_transactions.hpp"
+#include "walrelay/sink/sliced_call.hpp"
 
 namespace walrelay::sink {
 namespace {
@@ -74,6 +78,59 @@ class TransactionsMockTest : public component_test::MockClusterFixture {
                                      const std::string& key, const std::string& value) {
     Record rec{topic, std::string_view(key), std::string_view(value), {}, 0};
     return p.produce(rec, 1);
+  }
+
+  /// Every broker of the mock cluster down (true) or up again (false).
+  void brokers_down(bool down) {
+    for (std::int32_t id = 1; id <= 3; ++id) {
+      ASSERT_EQ(down ? rd_kafka_mock_broker_set_down(mcluster_, id)
+                     : rd_kafka_mock_broker_set_up(mcluster_, id),
+                RD_KAFKA_RESP_ERR_NO_ERROR);
+    }
+  }
+
+  /// Runs `call` (named `name`) as the connector does, in slices of at most 100 ms on io_ within
+  /// `budget`, the brokers coming back up `down_for` after the start; returns the outcome and
+  /// records the longest one slice took in `longest`.
+  TxnResult run_sliced(const std::string& name, const SlicedCall::Call& call,
+                       std::chrono::milliseconds budget, std::chrono::milliseconds down_for,
+                       std::chrono::milliseconds& longest) {
+    SlicedCall sliced(io_.get_executor());
+    SlicedCall::Limits limits;
+    limits.budget = budget;
+    std::optional<TxnResult> outcome;
+    asio::steady_timer up(io_);
+    up.expires_after(down_for);
+    up.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) brokers_down(false);
+    });
+    io_.restart();
+    longest = 0ms;
+    int slices = 0;
+    sliced.start(
+        name, limits,
+        [&](std::chrono::milliseconds t) {
+          const auto before = std::chrono::steady_clock::now();
+          TxnResult r = call(t);
+          longest = std::max(longest, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::steady_clock::now() - before));
+          ++slices;
+          return r;
+        },
+        [&](const TxnResult& r) { outcome = r; });
+    const auto deadline = std::chrono::steady_clock::now() + budget + 10s;
+    while (!outcome && std::chrono::steady_clock::now() < deadline) io_.run_one_for(200ms);
+    up.cancel();
+    io_.poll();
+    std::cout << "[" << name << "] " << slices << " slices, the longest " << longest.count()
+              << " ms" << std::endl;
+    if (!outcome) {
+      TxnResult none;
+      none.action = TxnAction::kFatal;
+      none.message = "no outcome";
+      return none;
+    }
+    return *outcome;
   }
 
   asio::io_context io_;
@@ -193,6 +250,106 @@ TEST_F(TransactionsMockTest, CoordinatorMovedDuringCommitIsRetriable) {
 // fatal error whose cause is ERR__FENCED or PRODUCER_FENCED; walrelay stops on it (exit 8)
 // instead of creating a new producer. (librdkafka 2.0.2's mock cluster does not bump epochs, so
 // the fencing itself is tested on real Kafka.)
+// init_transactions while no broker answers: each slice times out (retriable) after at most
+// 100 ms, and once the brokers are back the next slice resumes it and it completes (librdkafka:
+// "resumable when a retriable timeout error is returned").
+TEST_F(TransactionsMockTest, InitTransactionsResumesAcrossSlicesOnceTheBrokersAreBack) {
+  KafkaProducer& p = make_producer("app");
+  KafkaTransactions txn(p);
+  ASSERT_NO_FATAL_FAILURE(brokers_down(true));
+  std::chrono::milliseconds longest{0};
+  const TxnResult r = run_sliced(
+      "init_transactions", [&](std::chrono::milliseconds t) { return txn.init(t); }, 30s, 1500ms,
+      longest);
+  EXPECT_TRUE(r.ok()) << r.message;
+  EXPECT_TRUE(txn.initialized());
+  EXPECT_LT(longest, 400ms) << "a slice blocked longer than its 100 ms";
+  // The producer works: a transaction commits.
+  ASSERT_TRUE(txn.begin().ok());
+  ASSERT_EQ(produce(p, "events", "k", "v"), RD_KAFKA_RESP_ERR_NO_ERROR);
+  EXPECT_TRUE(txn.commit(30s).ok());
+}
+
+// abort_transaction while no broker answers: the same, and the aborted records are purged.
+TEST_F(TransactionsMockTest, AbortTransactionResumesAcrossSlicesOnceTheBrokersAreBack) {
+  KafkaProducer& p = make_producer("app");
+  KafkaTransactions txn(p);
+  ASSERT_TRUE(txn.init(30s).ok());
+  ASSERT_TRUE(txn.begin().ok());
+  ASSERT_EQ(produce(p, "events", "k", "v"), RD_KAFKA_RESP_ERR_NO_ERROR);
+  io_.restart();
+  io_.run_for(500ms);  // the partition is added to the transaction, the record delivered
+  ASSERT_NO_FATAL_FAILURE(brokers_down(true));
+  std::chrono::milliseconds longest{0};
+  const TxnResult r = run_sliced(
+      "abort_transaction", [&](std::chrono::milliseconds t) { return txn.abort(t); }, 10s, 1500ms,
+      longest);
+  EXPECT_TRUE(r.ok()) << r.message;
+  EXPECT_FALSE(txn.open());
+  EXPECT_LT(longest, 400ms) << "a slice blocked longer than its 100 ms";
+  ASSERT_TRUE(txn.begin().ok());
+  EXPECT_TRUE(txn.commit(30s).ok());
+}
+
+// The position read in bounded polls: each poll returns within about its wait, and the outcome
+// is the blocking read_position's. (The mock cluster does not implement CreateTopics:
+// PositionsTopicCreation is exercised on real Kafka, tests/integration.)
+TEST_F(TransactionsMockTest, PositionIsReadInBoundedPolls) {
+  KafkaProducer& p = make_producer("app");
+  KafkaTransactions txn(p);
+  ASSERT_TRUE(txn.init(30s).ok());
+  ASSERT_TRUE(txn.begin().ok());
+  const StreamPosition pos{"42", 1, Lsn(0x3000), 7, {}, {}};
+  ASSERT_EQ(produce(p, "app.walrelay.positions", "app", encode_position(pos)),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+  ASSERT_TRUE(txn.commit(30s).ok());
+  auto reader = PositionReader::start(kafka_config(), "app.walrelay.positions", "app", 30s);
+  ASSERT_TRUE(reader.has_value()) << reader.error();
+  std::optional<std::expected<std::optional<StreamPosition>, std::string>> read;
+  int polls = 0;
+  while (!read) {
+    const auto before = std::chrono::steady_clock::now();
+    read = reader->poll(100ms);
+    EXPECT_LT(std::chrono::steady_clock::now() - before, 400ms);
+    ++polls;
+  }
+  ASSERT_TRUE(read->has_value()) << read->error();
+  ASSERT_TRUE(read->value().has_value());
+  EXPECT_EQ((*read)->value().lsn, Lsn(0x3000));
+  EXPECT_EQ((*read)->value().index, 7);
+  std::cout << "[positions] read in " << polls << " polls of at most 100 ms" << std::endl;
+}
+
+// No broker answers: every poll of the reading (and of the topic's creation) returns within about
+// its wait, and the reading fails once its timeout has passed (the connector retries the session),
+// not before: a broker may come back meanwhile.
+TEST_F(TransactionsMockTest, PositionReadingWithoutBrokersFailsAfterItsTimeoutInBoundedPolls) {
+  ASSERT_NO_FATAL_FAILURE(brokers_down(true));
+  auto reader = PositionReader::start(kafka_config(), "app.walrelay.positions", "app", 2s);
+  ASSERT_TRUE(reader.has_value()) << reader.error();
+  const auto started = std::chrono::steady_clock::now();
+  std::optional<std::expected<std::optional<StreamPosition>, std::string>> read;
+  while (!read && std::chrono::steady_clock::now() - started < 20s) {
+    const auto before = std::chrono::steady_clock::now();
+    read = reader->poll(100ms);
+    EXPECT_LT(std::chrono::steady_clock::now() - before, 400ms);
+  }
+  ASSERT_TRUE(read.has_value());
+  EXPECT_FALSE(read->has_value());
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 2s);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  auto creation = PositionsTopicCreation::start(kafka_config(), "new.walrelay.positions", 1s);
+  ASSERT_TRUE(creation.has_value()) << creation.error();
+  std::optional<std::expected<void, std::string>> created;
+  const auto created_from = std::chrono::steady_clock::now();
+  while (!created && std::chrono::steady_clock::now() - created_from < 20s) {
+    created = creation->poll(100ms);
+  }
+  ASSERT_TRUE(created.has_value());
+  EXPECT_FALSE(created->has_value());
+  ASSERT_NO_FATAL_FAILURE(brokers_down(false));
+}
+
 TEST(ClassifyTxnError, FollowsLibrdkafkasTransactionalErrorRules) {
   EXPECT_TRUE(classify_txn_error(nullptr, nullptr).ok());
   EXPECT_EQ(

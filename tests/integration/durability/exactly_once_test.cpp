@@ -4,6 +4,8 @@
 //   - a commit that cannot complete (the broker stopped under an open Kafka transaction) leaves
 //     the event loop free: /live and /metrics answer at once throughout; SIGTERM then waits for
 //     the commit, a second signal aborts it,
+//   - so does a session's start (init_transactions, the positions topic) and an abort while the
+//     broker is away; SIGTERM during such a start stops walrelay at once,
 //   - a zombie: the holder is SIGSTOPped, a standby takes over and publishes, the old one is
 //     SIGCONTed: it is fenced (KIP-98) and exits with code 8,
 //   - a PostgreSQL transaction larger than exactly_once.max_transaction_events, SIGKILLed after
@@ -241,6 +243,50 @@ class ExactlyOnceTest : public IntegrationTest {
                                       : "SIGTERM during a stalled commit");
   }
 
+  /// Probes /live and /metrics on `port` `probes` times, a second apart: each must answer 200
+  /// within 2 s (the event loop is not blocked). Returns how many probes did.
+  static int probe_responsive(int port, const std::string& during, int probes = 5) {
+    int quick = 0;
+    for (int i = 0; i < probes; ++i) {
+      const auto started = Clock::now();
+      const HttpResult live = http_get(port, "/live");
+      const HttpResult metrics = http_get(port, "/metrics");
+      const auto took =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+      std::cout << "[eos] " << during << ": /live " << live.status << " and /metrics "
+                << metrics.status << " in " << took.count() << " ms" << std::endl;
+      EXPECT_EQ(live.status, 200) << during;
+      EXPECT_EQ(metrics.status, 200) << during;
+      EXPECT_LT(took, 2s) << during << ": the event loop was blocked";
+      if (live.status == 200 && metrics.status == 200 && took < 2s) ++quick;
+      if (i + 1 < probes) std::this_thread::sleep_for(1s);
+    }
+    return quick;
+  }
+
+  /// The records walrelay had acknowledged by Kafka (walrelay_events_published_total, summed over
+  /// its labels), -1 when /metrics does not answer.
+  static long acknowledged(int port) {
+    const HttpResult metrics = http_get(port, "/metrics");
+    if (metrics.status != 200) return -1;
+    long sum = 0;
+    std::istringstream lines(metrics.body);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.starts_with("walrelay_events_published_total{")) continue;
+      sum += std::stol(line.substr(line.rfind(' ') + 1));
+    }
+    return sum;
+  }
+
+  /// Waits until a read_committed consumer sees as many records in the topic as the table has
+  /// rows: the commit's transaction markers reach the partitions shortly after it (a commit right
+  /// before the stop may not be readable on every partition yet).
+  void wait_until_readable() {
+    const auto rows =
+        static_cast<std::size_t>(std::stol(pg_->value("SELECT count(*) FROM " + table("t"))));
+    (void)kafka_->read_at_least({topic("t")}, rows, 30s);
+  }
+
   /// Every row of the table is in the topic exactly once (by id header and by key), nothing else.
   void expect_exactly_once(const std::string& what) {
     const long rows = std::stol(pg_->value("SELECT count(*) FROM " + table("t")));
@@ -305,22 +351,8 @@ TEST_F(ExactlyOnceTest, StalledCommitLeavesTheEventLoopResponsive) {
   ASSERT_EQ(kafka_outage.stop(), 0);
   // The writer goes on: a Kafka transaction is opened and its commit cannot complete.
   ASSERT_TRUE(proc.wait_for_log("commit_transaction has not completed after", 30s)) << proc.logs();
-  int quick = 0;
   constexpr int kProbes = 5;
-  for (int i = 0; i < kProbes; ++i) {
-    const auto started = Clock::now();
-    const HttpResult live = http_get(*port, "/live");
-    const HttpResult metrics = http_get(*port, "/metrics");
-    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
-    std::cout << "[eos] during the outage: /live " << live.status << " and /metrics "
-              << metrics.status << " in " << took.count() << " ms" << std::endl;
-    EXPECT_EQ(live.status, 200);
-    EXPECT_EQ(metrics.status, 200);
-    EXPECT_LT(took, 2s) << "the event loop was blocked";
-    if (live.status == 200 && metrics.status == 200 && took < 2s) ++quick;
-    std::this_thread::sleep_for(1s);
-  }
-  EXPECT_EQ(quick, kProbes) << proc.logs();
+  EXPECT_EQ(probe_responsive(*port, "during the outage", kProbes), kProbes) << proc.logs();
   EXPECT_TRUE(proc.running()) << proc.logs();
   ASSERT_EQ(kafka_outage.start(), 0);
   ASSERT_TRUE(writer.wait_more(200));
@@ -345,6 +377,115 @@ TEST_F(ExactlyOnceTest, SigtermDuringAStalledCommitCommitsItOnceTheBrokerIsBack)
 
 TEST_F(ExactlyOnceTest, SecondSignalDuringAStalledCommitAbortsIt) {
   sigterm_during_a_stalled_commit(/*second_signal=*/true);
+}
+
+// A session's start runs on the event loop too: init_transactions in slices of at most 100 ms
+// (30 s overall), the positions topic's creation and reading polled on a timer. Started again
+// while the broker is away, walrelay answers /live and /metrics at once throughout (the first
+// session's start fails after 30 s and the next one begins); once the broker is back it streams
+// and everything is in Kafka exactly once.
+TEST_F(ExactlyOnceTest, ASessionStartingWithKafkaDownLeavesTheEventLoopResponsive) {
+  WalrelayProcess proc(config(), "walrelay (exactly once, session start without Kafka)");
+  Writer writer(env_.pg_conninfo, table("t"));
+  ASSERT_NO_FATAL_FAILURE(stream_under_writes(proc, writer, 100, 50));
+  writer.stop();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+
+  KafkaOutage kafka_outage;  // whatever happens, the broker runs again at the end
+  ASSERT_EQ(kafka_outage.stop(), 0);
+  Writer more(env_.pg_conninfo, table("t"), writer.next_id());
+  more.start();
+  WalrelayProcess again(config(), "walrelay (exactly once, started again without Kafka)");
+  again.start();
+  const auto port = metrics_port(again);
+  ASSERT_TRUE(port) << again.logs();
+  ASSERT_TRUE(again.wait_for_log("init_transactions has not completed after", 30s)) << again.logs();
+  constexpr int kProbes = 5;
+  EXPECT_EQ(probe_responsive(*port, "while the session starts without Kafka", kProbes), kProbes)
+      << again.logs();
+  EXPECT_TRUE(again.running()) << again.logs();
+  ASSERT_EQ(kafka_outage.start(), 0);
+  ASSERT_TRUE(again.wait_for_log(" info streaming: ", 120s)) << again.logs();
+  ASSERT_TRUE(more.wait_more(200));
+  more.stop();
+  EXPECT_TRUE(caught_up(again, 180s)) << again.logs();
+  ASSERT_TRUE(stop_gracefully(again, name_));
+  wait_until_readable();
+  expect_exactly_once("session start without Kafka");
+}
+
+// SIGTERM while a session starts (init_transactions cannot complete: the broker is away) stops
+// walrelay at once, gracefully (exit 0): nothing was published or confirmed by that session.
+TEST_F(ExactlyOnceTest, SigtermWhileASessionStartsWithKafkaDownStopsAtOnce) {
+  WalrelayProcess proc(config(), "walrelay (exactly once, SIGTERM while a session starts)");
+  {
+    KafkaOutage kafka_outage;  // whatever happens, the broker runs again at the end
+    ASSERT_EQ(kafka_outage.stop(), 0);
+    proc.start();
+    ASSERT_TRUE(proc.wait_for_log("init_transactions has not completed after", 60s)) << proc.logs();
+    // The slot exists by now (created before the Kafka transactions are initialised).
+    pg_->exec("INSERT INTO " + table("t") + " SELECT g, 1 FROM generate_series(1, 500) g");
+    const auto signalled = Clock::now();
+    EXPECT_EQ(proc.stop(SIGTERM, 10s), 0) << proc.logs();
+    const auto took =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - signalled);
+    std::cout << "[eos] exited " << took.count() << " ms after SIGTERM" << std::endl;
+    EXPECT_LT(took, 5s) << proc.logs();
+    EXPECT_NE(proc.stderr_text().find("flushing and stopping"), std::string::npos) << proc.logs();
+    ASSERT_EQ(kafka_outage.start(), 0);
+  }
+  // The next start publishes the rows written since the slot was created, exactly once.
+  pg_->exec("INSERT INTO " + table("t") + " SELECT g, 1 FROM generate_series(501, 1000) g");
+  start_streaming(proc, name_);
+  EXPECT_TRUE(caught_up(proc, 180s)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  wait_until_readable();
+  expect_exactly_once("SIGTERM while a session starts");
+}
+
+// An abort runs on the event loop too, in slices of at most 100 ms (10 s overall): the session
+// ends (its walsender is terminated) while a Kafka transaction is open and the broker is away, so
+// abort_transaction cannot complete; /live and /metrics answer at once throughout, and after the
+// broker is back the replay is exactly once.
+TEST_F(ExactlyOnceTest, AnAbortWithKafkaDownLeavesTheEventLoopResponsive) {
+  // A long commit interval: the Kafka transaction is open, not committing, when the session ends.
+  WalrelayProcess proc(config("45s"), "walrelay (exactly once, abort without Kafka)");
+  Writer writer(env_.pg_conninfo, table("t"));
+  start_streaming(proc, name_);
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
+  writer.start();
+  ASSERT_TRUE(writer.wait_more(100));
+  // Records of the open Kafka transaction acknowledged: its partitions are registered with the
+  // transaction coordinator, so aborting it needs the coordinator (an EndTxn request).
+  ASSERT_TRUE(wait_until([&] { return acknowledged(*port) >= 50; }, 30s, 100ms)) << proc.logs();
+  {
+    KafkaOutage kafka_outage;  // whatever happens, the broker runs again at the end
+    ASSERT_EQ(kafka_outage.stop(), 0);
+    ASSERT_TRUE(writer.wait_more(50));
+    EXPECT_EQ(proc.stderr_text().find("commit_transaction"), std::string::npos)
+        << "a commit started before the session ended\n"
+        << proc.logs();
+    pg_->exec(
+        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = " +
+        sql_literal(name_));
+    ASSERT_TRUE(proc.wait_for_log("abort_transaction has not completed after", 30s)) << proc.logs();
+    constexpr int kProbes = 5;
+    EXPECT_EQ(probe_responsive(*port, "while the transaction is aborted without Kafka", kProbes),
+              kProbes)
+        << proc.logs();
+    EXPECT_TRUE(proc.running()) << proc.logs();
+    writer.stop();
+    ASSERT_EQ(kafka_outage.start(), 0);
+  }
+  // SIGTERM now (the next session may be starting), then a start with the usual commit interval.
+  EXPECT_EQ(proc.stop(SIGTERM, 120s), 0) << proc.logs();
+  WalrelayProcess again(config(), "walrelay (exactly once, after the abort)");
+  start_streaming(again, name_);
+  EXPECT_TRUE(caught_up(again, 180s)) << again.logs();
+  ASSERT_TRUE(stop_gracefully(again, name_));
+  wait_until_readable();
+  expect_exactly_once("abort without Kafka");
 }
 
 TEST_F(ExactlyOnceTest, AWokenZombieHolderIsFencedOrStandsByAndPublishesNothing) {

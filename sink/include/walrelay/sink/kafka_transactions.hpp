@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <expected>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,8 +47,10 @@ TxnResult classify_txn_error(rd_kafka_t* rk, rd_kafka_error_t* error);
 bool is_fencing_error(rd_kafka_resp_err_t code);
 
 /// The transactional API of one KafkaProducer created with `transactional.id` set (see
-/// `transactional_properties`). Every call blocks the calling thread up to its timeout (they are
-/// librdkafka's blocking calls); all calls on the producer's executor thread, like the producer.
+/// `transactional_properties`). Every call blocks the calling thread up to its timeout (ms; they
+/// are librdkafka's blocking calls); `init`, `commit` and `abort` are resumable, so an event loop
+/// calls them in short slices (SlicedCall, sliced_call.hpp). All calls on the producer's executor
+/// thread, like the producer.
 /// While blocked in `commit`, librdkafka flushes the outstanding messages and serves their
 /// delivery reports on this thread (through the producer's delivery handler).
 class KafkaTransactions {
@@ -56,7 +59,9 @@ class KafkaTransactions {
 
   /// rd_kafka_init_transactions: registers the transactional.id with its coordinator, bumps the
   /// producer epoch (which fences any older producer with the same id) and aborts a transaction
-  /// that an older instance left open. Once per producer, before `begin`.
+  /// that an older instance left open. Once per producer (until it succeeded), before `begin`.
+  /// Resumable: on a timeout (kRetry, ERR__TIMED_OUT) it goes on in the background and the next
+  /// call picks it up. kFatal/kFenced: the producer is unusable (a new one must take over).
   TxnResult init(std::chrono::milliseconds timeout);
   /// rd_kafka_begin_transaction (local, does not block). Records produced after it belong to the
   /// transaction until `commit` or `abort`.
@@ -67,7 +72,9 @@ class KafkaTransactions {
   /// a short timeout, repeatedly, producing nothing in between.
   TxnResult commit(std::chrono::milliseconds timeout);
   /// rd_kafka_abort_transaction: purges what is still queued (their delivery reports carry
-  /// ERR__PURGE_QUEUE) and aborts; read_committed consumers never see the records.
+  /// ERR__PURGE_QUEUE, served on this thread before it returns) and aborts; read_committed
+  /// consumers never see the records. Resumable like `commit`: on a timeout (kRetry,
+  /// ERR__TIMED_OUT) the next call picks it up. kFenced: another producer took over.
   TxnResult abort(std::chrono::milliseconds timeout);
 
   [[nodiscard]] bool initialized() const { return initialized_; }
@@ -137,16 +144,75 @@ std::optional<StreamPosition> decode_position(std::string_view value);
 /// `<prefix>.walrelay.positions`.
 std::string positions_topic(std::string_view prefix);
 
-/// Creates `topic` as a compacted topic (cleanup.policy=compact, 1 partition, the broker's
-/// default replication factor: KIP-464) unless it exists. Blocks up to `timeout`. Returns the
-/// reason on failure (including "not allowed": the operator may create it beforehand).
+/// Creating the positions topic without blocking for long: `start` sends the CreateTopics
+/// request, `poll` waits a bounded time for its answer (an event loop polls it on a timer).
+/// Move-only; destroying it abandons a request still in flight. All calls on one thread.
+class PositionsTopicCreation {
+ public:
+  /// Sends the request to create `topic` as a compacted topic (cleanup.policy=compact,
+  /// 1 partition, the broker's default replication factor: KIP-464), with `timeout` (ms) as the
+  /// request's timeout; returns at once. An error is the reason: a connection or security setting
+  /// of kafka.properties that librdkafka refuses, or the admin client cannot be created.
+  static std::expected<PositionsTopicCreation, std::string> start(
+      const config::KafkaConfig& cfg, const std::string& topic, std::chrono::milliseconds timeout);
+  /// Waits up to `wait` (ms, 0 = just look) for Kafka's answer. nullopt: none yet, call again.
+  /// Otherwise the outcome: success (created, or it exists already) or the reason (e.g. "not
+  /// allowed": the operator may create it beforehand; "no answer from Kafka within the timeout"
+  /// once `timeout` + 1 s have passed since `start`). Once it returned an outcome, call it no more.
+  std::optional<std::expected<void, std::string>> poll(std::chrono::milliseconds wait);
+
+  PositionsTopicCreation(PositionsTopicCreation&&) noexcept;
+  PositionsTopicCreation& operator=(PositionsTopicCreation&&) noexcept;
+  ~PositionsTopicCreation();
+
+ private:
+  struct State;
+  explicit PositionsTopicCreation(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+/// Reading the last position of a connector without blocking for long: `start` creates an
+/// isolation.level=read_committed consumer (assign only, no group is joined, nothing committed),
+/// `poll` works for a bounded time per call (an event loop polls it on a timer): the topic's
+/// metadata, its partitions' offsets, then its records from the beginning to the end. Move-only;
+/// destroying it closes the consumer. All calls on one thread.
+class PositionReader {
+ public:
+  /// Creates the consumer for `topic`, the last record under `key` wanted, within `timeout` (ms)
+  /// from now on overall; returns at once. An error is the reason (a setting librdkafka refuses,
+  /// the consumer cannot be created).
+  static std::expected<PositionReader, std::string> start(const config::KafkaConfig& cfg,
+                                                          const std::string& topic,
+                                                          const std::string& key,
+                                                          std::chrono::milliseconds timeout);
+  /// Works for up to `wait` (ms; each librdkafka call in it blocks at most what is left of `wait`
+  /// and of the overall timeout). nullopt: not at the end yet, call again. Otherwise the outcome,
+  /// as read_position's: the last position stored under `key` (nullopt: none, or no such topic),
+  /// or the reason (metadata or offsets unreadable, the end not reached within the timeout: "a
+  /// transaction of another producer may still be open"). Once it returned an outcome, call it
+  /// no more.
+  std::optional<std::expected<std::optional<StreamPosition>, std::string>> poll(
+      std::chrono::milliseconds wait);
+
+  PositionReader(PositionReader&&) noexcept;
+  PositionReader& operator=(PositionReader&&) noexcept;
+  ~PositionReader();
+
+ private:
+  struct State;
+  explicit PositionReader(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+/// Creates `topic` as PositionsTopicCreation does, blocking up to `timeout` (ms) + 1 s. Returns
+/// the reason on failure (including "not allowed": the operator may create it beforehand).
 std::expected<void, std::string> ensure_positions_topic(const config::KafkaConfig& cfg,
                                                         const std::string& topic,
                                                         std::chrono::milliseconds timeout);
 
 /// Reads `topic` from the beginning to its end with an isolation.level=read_committed consumer
-/// (assign only, no group) and returns the last position stored under `key`; nullopt when there
-/// is none (or the topic does not exist). Blocks up to `timeout`; an error is the reason. Read it
+/// (PositionReader) and returns the last position stored under `key`; nullopt when there is none
+/// (or the topic does not exist). Blocks up to `timeout` (ms); an error is the reason. Read it
 /// after `KafkaTransactions::init`, which aborts any transaction a killed instance left open
 /// (until then the last stable offset cannot pass it).
 std::expected<std::optional<StreamPosition>, std::string> read_position(
