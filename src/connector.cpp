@@ -423,6 +423,7 @@ Connector::Outcome Connector::prepare() {
     spdlog::info("created replication slot {} (plugin wal2json) at consistent point {}", slot,
                  created->first.to_string());
     start_lsn_ = created->first;
+    created_slot_at_ = created->first;
     router_->set_stream_start(Lsn{});  // a new slot: no last commit yet (Debezium: null)
   } else {
     const auto& s = **found;
@@ -431,7 +432,11 @@ Connector::Outcome Connector::prepare() {
       return Outcome::kStandby;
     }
     start_lsn_ = s.confirmed_flush_lsn;
-    router_->set_stream_start(start_lsn_);
+    // The slot this process created, not yet confirmed past its consistent point (a session
+    // restarted before its first commit, e.g. for the wal2json option fallback): still no last
+    // commit.
+    router_->set_stream_start(
+        !created_slot_at_.is_zero() && start_lsn_ == created_slot_at_ ? Lsn{} : start_lsn_);
     // After eos_prepare (continue_session): Kafka's last committed position first, with the
     // snapshot progress consumers saw, so that a resumed snapshot starts right after its last
     // committed row.

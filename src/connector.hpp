@@ -192,6 +192,8 @@ class Connector {
   router::TypeRegistry types_;
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<router::EventRouter> router_;
+  /// The consistent point of the slot this process created (zero: it found its slot).
+  Lsn created_slot_at_;
   std::unique_ptr<sink::KafkaProducer> producer_;
   sink::Publisher publisher_;  // the publish path shared by the stream and the snapshot
   std::unique_ptr<Heartbeat> heartbeat_;

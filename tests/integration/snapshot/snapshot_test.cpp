@@ -479,6 +479,28 @@ TEST_F(SnapshotTest, KeysWithQuotesAndBackslashesPageExactly) {
   for (const auto& [key, n] : reads) EXPECT_EQ(n, 1) << key;
 }
 
+// Debezium's source.sequence is ["<end of the last commit streamed>","<change LSN>"], with null
+// first on a new slot's first transaction after its snapshot, also when walrelay's first session
+// restarted before it (the wal2json option fallback restarts it on wal2json < 2.6).
+TEST_F(SnapshotTest, ANewSlotsFirstStreamedTransactionHasNoLastCommit) {
+  create_rows_table("items", 3);
+  WalrelayProcess proc(snapshot_config({{table("items")}}).to_yaml());
+  start_streaming(proc, name_);
+  pg_->exec("INSERT INTO " + table("items") + " (id, v) VALUES (100, 1)");
+  pg_->exec("INSERT INTO " + table("items") + " (id, v) VALUES (101, 1)");
+  const auto records = kafka_->read_at_least({topic("items")}, 5);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  std::vector<std::string> sequences;
+  for (const auto& r : records) {
+    if (r.value && json_string_at(*r.value, "/op") == "c") {
+      sequences.push_back(json_string_at(*r.value, "/source/sequence"));
+    }
+  }
+  ASSERT_EQ(sequences.size(), 2u) << describe(records);
+  EXPECT_TRUE(sequences[0].starts_with("[null,\"")) << sequences[0];
+  EXPECT_TRUE(sequences[1].starts_with("[\"")) << sequences[1];
+}
+
 TEST_F(SnapshotTest, ChunksUseOnlyKeysThatIdentifyEveryRow) {
   // key_columns over a nullable unique index, and non-unique key_columns: neither may page.
   pg_->exec("CREATE TABLE " + table("nk") + " (a int, b int, v text)");
