@@ -384,6 +384,41 @@ TEST_F(MetricsTest, TailPrintsTheRecordsWithoutKafka) {
   ASSERT_TRUE(stop_gracefully(proc, name_));
 }
 
+// `walrelay tail --max 1` prints one record, also when the first transaction has more (its other
+// changes arrive with the first one, and are handed over after it); the temporary slot is logged
+// once (wal2json 2.5 refuses an option at START_REPLICATION and tail starts again on a new slot),
+// with the LSN of the slot it reads, once it reads it.
+TEST_F(MetricsTest, TailStopsAtMaxAndNamesItsSlotOnce) {
+  pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY, v text)");
+  const auto cfg = make_config({{table("t")}});
+  WalrelayProcess tail(cfg.to_yaml(), "walrelay tail --max 1");
+  tail.start({"tail", "--max", "1", "--config", tail.config_path().string()});
+  ASSERT_TRUE(tail.wait_for_log("temporary slot", 30s)) << tail.logs();
+  std::smatch m;
+  const std::string started = tail.stderr_text();
+  ASSERT_TRUE(std::regex_search(
+      started, m, std::regex("temporary slot (walrelay_tail_[0-9]+) from ([0-9A-F]+/[0-9A-F]+)")))
+      << tail.logs();
+  const std::string slot = m[1];
+  const std::string from = m[2];
+  EXPECT_EQ(pg_->value("SELECT coalesce((SELECT confirmed_flush_lsn::text || ' ' || active::text "
+                       "FROM pg_replication_slots WHERE slot_name = " +
+                       sql_literal(slot) + "), 'none')"),
+            from + " true")
+      << tail.logs();
+  pg_->exec("INSERT INTO " + table("t") + " SELECT g, 'row ' || g FROM generate_series(1, 500) g");
+  pg_->exec("INSERT INTO " + table("t") + " VALUES (501, 'd')");
+  ASSERT_EQ(tail.wait_exit(30s), 0) << tail.logs();
+  std::istringstream in(tail.stdout_text());
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) {
+    if (l.rfind("{\"topic\":", 0) == 0) lines.push_back(l);
+  }
+  ASSERT_EQ(lines.size(), 1u) << tail.stdout_text() << tail.logs();
+  EXPECT_EQ(json_string_at(lines[0], "/key"), R"({"id":1})");
+  EXPECT_EQ(count_occurrences(tail.stderr_text(), "temporary slot"), 1u) << tail.logs();
+}
+
 // --log-format json: every line one JSON object, secrets redacted as in the text format.
 TEST_F(MetricsTest, JsonLogLinesAreObjectsWithoutSecrets) {
   pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY)");
