@@ -116,8 +116,8 @@ std::string IncrementalSnapshot::status() {
   for (const auto& p : progress_.tables) rows += p.rows;
   rate_.tick(rows);
   return "incremental snapshot of " + t.schema + "." + t.table + " at chunk " +
-         std::to_string(t.chunks) + " of ~" + std::to_string(settings_.chunk_size) + " rows (" +
-         std::to_string(queued) + " table(s) to go): " + figures().summary();
+         std::to_string(t.chunks) + " (chunks of " + std::to_string(settings_.chunk_size) +
+         " rows; " + std::to_string(queued) + " table(s) to go): " + figures().summary();
 }
 
 SnapshotFigures IncrementalSnapshot::figures() const {

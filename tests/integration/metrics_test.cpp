@@ -137,6 +137,19 @@ TEST_F(MetricsTest, ARunningIncrementalSnapshotServesItsProgressFigures) {
   ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("big") + " done", 120s))
       << proc.logs();
   EXPECT_TRUE(proc.wait_for_log("rows/s, ETA", 5s)) << proc.logs();  // the progress line's figures
+  // The chunk number and the chunk size are two figures, not "chunk 143 of ~1000".
+  EXPECT_TRUE(
+      std::regex_search(proc.stderr_text(), std::regex("incremental snapshot of " + schema_ +
+                                                       "\\.big at chunk [0-9]+ \\(chunks of 10 "
+                                                       "rows; 1 table\\(s\\) to go\\)")))
+      << proc.logs();
+  // The retained WAL is "unknown" until the slot's restart_lsn was read, then bytes and LSN.
+  const std::string log = proc.stderr_text();
+  EXPECT_EQ(log.find("retained WAL -1"), std::string::npos) << proc.logs();
+  EXPECT_EQ(log.find("(restart_lsn )"), std::string::npos) << proc.logs();
+  EXPECT_TRUE(std::regex_search(
+      log, std::regex("retained WAL [0-9]+ bytes \\(restart_lsn [0-9A-F]+/[0-9A-F]+\\)")))
+      << proc.logs();
   EXPECT_TRUE(wait_until(
       [&] {
         text = http_get(*port, "/metrics").body;
