@@ -354,7 +354,16 @@ TEST_F(MetricsTest, SlotCommandShowsTheLiveSlot) {
   ASSERT_EQ(status.wait_exit(), 0) << status.logs();
   const std::string out = status.stdout_text();
   EXPECT_NE(out.find("\"slot\":\"" + name_ + "\""), std::string::npos) << out;
-  EXPECT_NE(out.find("\"active\":\"true\""), std::string::npos) << out;
+  // Booleans and numbers are JSON booleans and numbers; LSNs stay strings.
+  EXPECT_NE(out.find("\"exists\":true,"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"active\":true,"), std::string::npos) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("\"active_pid\":[0-9]+,"))) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("\"retained_wal_bytes\":[0-9]+,"))) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("\"unconfirmed_wal_bytes\":[0-9]+,"))) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("\"safe_wal_size\":(null|-?[0-9]+),"))) << out;
+  EXPECT_TRUE(
+      std::regex_search(out, std::regex("\"confirmed_flush_lsn\":\"[0-9A-F]+/[0-9A-F]+\",")))
+      << out;
   EXPECT_NE(out.find("\"plugin\":\"wal2json\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"record_confirmed\":"), std::string::npos) << out;
   WalrelayProcess drop(cfg.to_yaml(), "walrelay slot drop");
