@@ -967,14 +967,19 @@ void Connector::schedule_progress() {
     // The incremental snapshot's rows/s, once per interval (its status and /metrics report it).
     const bool incremental_busy = incremental_ && incremental_->busy();
     if (incremental_busy) incremental_->sample_rate();
+    // Until the first poll of the slot has answered, its restart_lsn is unknown.
+    const std::string retained =
+        restart_lsn_text_.empty()
+            ? std::string("unknown")
+            : fmt::format("{} bytes (restart_lsn {})", retained_wal_bytes_, restart_lsn_text_);
     spdlog::info(
-        "progress: {:.0f} events/s, {} events total, flush_lsn {}, lag {} bytes, retained WAL {} "
-        "bytes (restart_lsn {}), in flight {} "
+        "progress: {:.0f} events/s, {} events total, flush_lsn {}, lag {} bytes, retained WAL {}, "
+        "in flight {} "
         "events / {} bytes, dead-lettered {} mapping / {} oversize / {} delivery, {} "
         "reconnects{}{}{}{}",
-        rate, events_total_, flush.to_string(), lag, retained_wal_bytes_, restart_lsn_text_,
-        tracker_.in_flight_events(), tracker_.in_flight_bytes(), dead_lettered_mapping_,
-        dead_lettered_oversize_, dead_lettered_delivery_, reconnects_,
+        rate, events_total_, flush.to_string(), lag, retained, tracker_.in_flight_events(),
+        tracker_.in_flight_bytes(), dead_lettered_mapping_, dead_lettered_oversize_,
+        dead_lettered_delivery_, reconnects_,
         parked_             ? " (paused: a change waits for its catalog lookup)"
         : eos_committing_   ? " (paused: a Kafka commit is in progress)"
         : stream_->paused() ? " (paused: backpressure)"

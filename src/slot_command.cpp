@@ -1,6 +1,7 @@
 #include "slot_command.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <cstdint>
 #include <map>
 
 #include "replication/replication_stream.hpp"
@@ -11,24 +12,48 @@ namespace walrelay {
 
 namespace {
 
-using Fields = std::vector<std::pair<std::string, std::string>>;  // printed in order
+// How a field's value is written in JSON (the table prints the text as it is).
+enum class Kind : std::uint8_t {
+  kString,
+  kNumber,   // digits (the server's text): a JSON number; "" → null
+  kBoolean,  // "true"/"yes" → true, else false; "" → null
+};
+
+struct Field {
+  std::string key;
+  std::string value;
+  Kind kind = Kind::kString;
+};
+
+using Fields = std::vector<Field>;  // printed in order
 
 void print(std::ostream& out, const Fields& f, bool json) {
   if (json) {
     std::string s = "{";
     for (std::size_t i = 0; i < f.size(); ++i) {
       if (i > 0) s.push_back(',');
-      json::append_string(s, f[i].first);
+      json::append_string(s, f[i].key);
       s.push_back(':');
-      json::append_string(s, f[i].second);
+      const std::string& v = f[i].value;
+      if (f[i].kind == Kind::kString) {
+        json::append_string(s, v);
+      } else if (v.empty()) {
+        s += "null";
+      } else if (f[i].kind == Kind::kBoolean) {
+        s += v == "true" || v == "yes" ? "true" : "false";
+      } else {
+        s += v;
+      }
     }
     s += "}\n";
     out << s;
     return;
   }
   std::size_t width = 0;
-  for (const auto& [k, v] : f) width = std::max(width, k.size());
-  for (const auto& [k, v] : f) out << k << std::string(width - k.size() + 2, ' ') << v << "\n";
+  for (const auto& field : f) width = std::max(width, field.key.size());
+  for (const auto& field : f) {
+    out << field.key << std::string(width - field.key.size() + 2, ' ') << field.value << "\n";
+  }
 }
 
 }  // namespace
@@ -66,7 +91,7 @@ ExitCode run_slot_command(const config::Config& cfg, const std::string& action, 
       out << "walrelay slot create: " << created.error() << "\n";
       return ExitCode::kRuntimeError;
     }
-    f.emplace_back("created", "plugin wal2json, consistent point " + created->first.to_string());
+    f.push_back({"created", "plugin wal2json, consistent point " + created->first.to_string()});
     print(out, f, json);
     return ExitCode::kOk;
   }
@@ -76,7 +101,7 @@ ExitCode run_slot_command(const config::Config& cfg, const std::string& action, 
       out << "walrelay slot drop: " << dropped.error() << "\n";
       return ExitCode::kRuntimeError;
     }
-    f.emplace_back("dropped", "yes");
+    f.push_back({"dropped", "yes", Kind::kBoolean});
     print(out, f, json);
     return ExitCode::kOk;
   }
@@ -93,33 +118,33 @@ ExitCode run_slot_command(const config::Config& cfg, const std::string& action, 
     return ExitCode::kRuntimeError;
   }
   if (rows->empty()) {
-    f.emplace_back("exists", "no");
+    f.push_back({"exists", "no", Kind::kBoolean});
   } else {
     const auto& r = (*rows)[0];
     const auto v = [&](std::size_t i) { return r[i].value_or(""); };
-    f.insert(f.end(), {{"exists", "yes"},
+    f.insert(f.end(), {{"exists", "yes", Kind::kBoolean},
                        {"plugin", v(0)},
                        {"type", v(1)},
-                       {"active", v(2)},
-                       {"active_pid", v(3)},
+                       {"active", v(2), Kind::kBoolean},
+                       {"active_pid", v(3), Kind::kNumber},
                        {"confirmed_flush_lsn", v(4)},
                        {"restart_lsn", v(5)},
                        {"wal_status", v(6)},
-                       {"retained_wal_bytes", v(7)},
-                       {"unconfirmed_wal_bytes", v(8)},
-                       {"safe_wal_size", v(9)}});
+                       {"retained_wal_bytes", v(7), Kind::kNumber},
+                       {"unconfirmed_wal_bytes", v(8), Kind::kNumber},
+                       {"safe_wal_size", v(9), Kind::kNumber}});
   }
   const StateStore store(
       cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir, slot);
   auto record = store.load();
   if (!record) {
-    f.emplace_back("record", "unreadable: " + record.error());
+    f.push_back({"record", "unreadable: " + record.error()});
   } else if (!*record) {
-    f.emplace_back("record", "none (" + store.path() + ")");
+    f.push_back({"record", "none (" + store.path() + ")"});
   } else {
-    f.emplace_back("record", store.path());
-    f.emplace_back("record_system", (*record)->system_id);
-    f.emplace_back("record_confirmed", (*record)->confirmed.to_string());
+    f.push_back({"record", store.path()});
+    f.push_back({"record_system", (*record)->system_id});
+    f.push_back({"record_confirmed", (*record)->confirmed.to_string()});
   }
   print(out, f, json);
   return ExitCode::kOk;

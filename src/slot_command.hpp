@@ -12,9 +12,11 @@
 namespace walrelay {
 
 /// Runs `action` ("status", "create" or "drop") for cfg.source.slot and prints to `out` (a table,
-/// or one JSON object with `json`). `drop` refuses without `yes`. Returns kOk, kRuntimeError
-/// (connection or server error, slot missing for drop, active slot for drop) or kConfigError
-/// (unknown action, drop without --yes).
+/// or one JSON object with `json`: `exists`, `active`, `dropped` as JSON booleans, `active_pid`
+/// and the byte counts as JSON numbers or null when the server has none, everything else,
+/// LSNs and system identifiers included, as strings). `drop` refuses without `yes`. Returns kOk,
+/// kRuntimeError (connection or server error, slot missing for drop, active slot for drop) or
+/// kConfigError (unknown action, drop without --yes).
 ExitCode run_slot_command(const config::Config& cfg, const std::string& action, bool json, bool yes,
                           std::ostream& out);
 

@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <optional>
 
 #include "catalog.hpp"
 #include "replication/replication_stream.hpp"
@@ -79,15 +80,18 @@ ExitCode tail(const config::Config& cfg, bool from_slot, std::size_t max, std::o
           slot, (*found)->active_pid.value_or(0));
       return ExitCode::kRuntimeError;
     }
-  } else {
+  }
+  // The temporary slot's consistent point: logged once START_REPLICATION succeeded (a wal2json
+  // before 2.6 refuses an option there, and tail starts again on a new connection and slot).
+  std::optional<Lsn> temporary_from;
+  if (!from_slot) {
     slot = "walrelay_tail_" + std::to_string(::getpid());
     auto created = stream.create_slot(slot, "wal2json", "nothing", /*temporary=*/true);
     if (!created) {
       spdlog::error("tail: cannot create a temporary slot: {}", created.error());
       return ExitCode::kRuntimeError;
     }
-    spdlog::info("tail: temporary slot {} from {}: new changes only", slot,
-                 created->first.to_string());
+    temporary_from = created->first;
   }
   router::TypeRegistry types;
   Catalog catalog(io.get_executor(), cfg.source.conninfo, "walrelay-tail-catalog-" + cfg.name,
@@ -107,10 +111,14 @@ ExitCode tail(const config::Config& cfg, bool from_slot, std::size_t max, std::o
   ExitCode result = ExitCode::kOk;
   Lsn received;
   bool in_txn = false;
+  // Once `max` records are printed, io.stop() ends the loop, but messages already received are
+  // still handed over: nothing more is printed.
+  const auto enough = [&] { return max > 0 && printed >= max; };
   const auto emit = [&](std::span<const Record> records) {
     for (const Record& r : records) {
+      if (enough()) return;
       print_record(out, r);
-      if (max > 0 && ++printed >= max) {
+      if (++printed; enough()) {
         io.stop();
         return;
       }
@@ -118,6 +126,7 @@ ExitCode tail(const config::Config& cfg, bool from_slot, std::size_t max, std::o
   };
   replication::ReplicationStream::Handlers handlers{
       [&](const replication::XLogData& x) {
+        if (enough()) return;
         if (x.data_start > received) received = x.data_start;
         auto utf8 = transcoder->to_utf8(x.data);
         auto decoded = utf8 ? decoder.decode(*utf8) : decoder.decode(std::string_view("not UTF-8"));
@@ -171,6 +180,10 @@ ExitCode tail(const config::Config& cfg, bool from_slot, std::size_t max, std::o
     }
     spdlog::error("tail: START_REPLICATION failed: {}", started.error());
     return ExitCode::kRuntimeError;
+  }
+  if (temporary_from) {
+    spdlog::info("tail: temporary slot {} from {}: new changes only", slot,
+                 temporary_from->to_string());
   }
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int) { io.stop(); });

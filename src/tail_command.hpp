@@ -13,9 +13,10 @@
 
 namespace walrelay {
 
-/// Runs until SIGINT/SIGTERM or `max` records (0 = no limit). Returns kOk, kRuntimeError
-/// (connection, slot missing or active) or kMappingFailed (a change walrelay could not map: the
-/// error is printed as a JSON line too, and tail goes on).
+/// Runs until SIGINT/SIGTERM or `max` records are printed (never more; 0 = no limit). Logs the
+/// temporary slot's name and starting LSN once, when its stream has started. Returns kOk,
+/// kRuntimeError (connection, slot missing or active) or kMappingFailed (a change walrelay could
+/// not map: the error is printed as a JSON line too, and tail goes on).
 ExitCode run_tail(const config::Config& cfg, bool from_slot, std::size_t max, std::ostream& out);
 
 }  // namespace walrelay

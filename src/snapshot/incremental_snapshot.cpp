@@ -119,8 +119,8 @@ std::string IncrementalSnapshot::status() const {
   for (const auto& t : progress_.tables) queued += t.done ? 0 : 1;
   const TableProgress& t = progress_.tables[phase_ != Phase::kIdle ? table_ : *next];
   return "incremental snapshot of " + t.schema + "." + t.table + " at chunk " +
-         std::to_string(t.chunks) + " of ~" + std::to_string(settings_.chunk_size) + " rows (" +
-         std::to_string(queued) + " table(s) to go): " + figures().summary();
+         std::to_string(t.chunks) + " (chunks of " + std::to_string(settings_.chunk_size) +
+         " rows; " + std::to_string(queued) + " table(s) to go): " + figures().summary();
 }
 
 SnapshotFigures IncrementalSnapshot::figures() const {
@@ -472,7 +472,13 @@ std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_wate
   owned_.clear();
   owned_.reserve(rows_.size());
   std::vector<std::optional<std::string_view>> values;
-  const std::string chunk_no = std::to_string(t.chunks);
+  // id: the high watermark's LSN, the table, the chunk and the row within it, in the initial
+  // snapshot's shape (`<LSN>:r:<schema>.<table>:<chunk>:<row>`). The watermark's LSN is that of
+  // this read alone: a chunk read again (by a later snapshot of the table, or after a restart) is
+  // closed by another watermark, so its ids never repeat those of another read of other rows, and
+  // the same read decoded again gives the same ids.
+  const std::string id_prefix =
+      lsn.to_string() + ":r:" + t.schema + "." + t.table + ":" + std::to_string(t.chunks) + ":";
   for (std::size_t i = 0; i < rows_.size(); ++i) {
     values.clear();
     for (const auto& v : rows_[i]) {
@@ -484,8 +490,7 @@ std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_wate
       return std::unexpected("incremental snapshot of " + t.schema + "." + t.table + ": " +
                              built.error());
     }
-    const std::string id =
-        "incremental:" + t.schema + "." + t.table + ":" + chunk_no + ":" + std::to_string(i);
+    const std::string id = id_prefix + std::to_string(i);
     const router::SnapshotRead read{"incremental", id, now_us()};
     auto routed = router_.route_snapshot(change_, read);
     if (!routed) return std::unexpected("incremental snapshot: " + routed.error().reason);

@@ -94,7 +94,9 @@ class IncrementalSnapshot {
 
   /// A watermark message of the stream (its content, LSN and transaction). Returns the records to
   /// publish here (after the high watermark of the chunk in progress: its remaining rows; otherwise
-  /// none). They stay valid until the next call. Error: a row that cannot be mapped.
+  /// none), each with header `id` `<lsn>:r:<schema>.<table>:<chunk>:<row>` (`lsn`: the high
+  /// watermark's, so ids of different reads never collide). They stay valid until the next call.
+  /// Error: a row that cannot be mapped.
   std::expected<std::span<const Record>, std::string> on_watermark(std::string_view content,
                                                                    Lsn lsn, std::uint64_t xid,
                                                                    Lsn txn_next_lsn);

@@ -137,6 +137,19 @@ TEST_F(MetricsTest, ARunningIncrementalSnapshotServesItsProgressFigures) {
   ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("big") + " done", 120s))
       << proc.logs();
   EXPECT_TRUE(proc.wait_for_log("rows/s, ETA", 5s)) << proc.logs();  // the progress line's figures
+  // The chunk number and the chunk size are two figures, not "chunk 143 of ~1000".
+  EXPECT_TRUE(
+      std::regex_search(proc.stderr_text(), std::regex("incremental snapshot of " + schema_ +
+                                                       "\\.big at chunk [0-9]+ \\(chunks of 10 "
+                                                       "rows; 1 table\\(s\\) to go\\)")))
+      << proc.logs();
+  // The retained WAL is "unknown" until the slot's restart_lsn was read, then bytes and LSN.
+  const std::string log = proc.stderr_text();
+  EXPECT_EQ(log.find("retained WAL -1"), std::string::npos) << proc.logs();
+  EXPECT_EQ(log.find("(restart_lsn )"), std::string::npos) << proc.logs();
+  EXPECT_TRUE(std::regex_search(
+      log, std::regex("retained WAL [0-9]+ bytes \\(restart_lsn [0-9A-F]+/[0-9A-F]+\\)")))
+      << proc.logs();
   EXPECT_TRUE(wait_until(
       [&] {
         text = http_get(*port, "/metrics").body;
@@ -341,7 +354,16 @@ TEST_F(MetricsTest, SlotCommandShowsTheLiveSlot) {
   ASSERT_EQ(status.wait_exit(), 0) << status.logs();
   const std::string out = status.stdout_text();
   EXPECT_NE(out.find("\"slot\":\"" + name_ + "\""), std::string::npos) << out;
-  EXPECT_NE(out.find("\"active\":\"true\""), std::string::npos) << out;
+  // Booleans and numbers are JSON booleans and numbers; LSNs stay strings.
+  EXPECT_NE(out.find("\"exists\":true,"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"active\":true,"), std::string::npos) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("\"active_pid\":[0-9]+,"))) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("\"retained_wal_bytes\":[0-9]+,"))) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("\"unconfirmed_wal_bytes\":[0-9]+,"))) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("\"safe_wal_size\":(null|-?[0-9]+),"))) << out;
+  EXPECT_TRUE(
+      std::regex_search(out, std::regex("\"confirmed_flush_lsn\":\"[0-9A-F]+/[0-9A-F]+\",")))
+      << out;
   EXPECT_NE(out.find("\"plugin\":\"wal2json\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"record_confirmed\":"), std::string::npos) << out;
   WalrelayProcess drop(cfg.to_yaml(), "walrelay slot drop");
@@ -382,6 +404,41 @@ TEST_F(MetricsTest, TailPrintsTheRecordsWithoutKafka) {
   EXPECT_EQ(busy.wait_exit(30s), 1) << busy.logs();
   EXPECT_NE(busy.stderr_text().find("is active"), std::string::npos) << busy.logs();
   ASSERT_TRUE(stop_gracefully(proc, name_));
+}
+
+// `walrelay tail --max 1` prints one record, also when the first transaction has more (its other
+// changes arrive with the first one, and are handed over after it); the temporary slot is logged
+// once (wal2json 2.5 refuses an option at START_REPLICATION and tail starts again on a new slot),
+// with the LSN of the slot it reads, once it reads it.
+TEST_F(MetricsTest, TailStopsAtMaxAndNamesItsSlotOnce) {
+  pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY, v text)");
+  const auto cfg = make_config({{table("t")}});
+  WalrelayProcess tail(cfg.to_yaml(), "walrelay tail --max 1");
+  tail.start({"tail", "--max", "1", "--config", tail.config_path().string()});
+  ASSERT_TRUE(tail.wait_for_log("temporary slot", 30s)) << tail.logs();
+  std::smatch m;
+  const std::string started = tail.stderr_text();
+  ASSERT_TRUE(std::regex_search(
+      started, m, std::regex("temporary slot (walrelay_tail_[0-9]+) from ([0-9A-F]+/[0-9A-F]+)")))
+      << tail.logs();
+  const std::string slot = m[1];
+  const std::string from = m[2];
+  EXPECT_EQ(pg_->value("SELECT coalesce((SELECT confirmed_flush_lsn::text || ' ' || active::text "
+                       "FROM pg_replication_slots WHERE slot_name = " +
+                       sql_literal(slot) + "), 'none')"),
+            from + " true")
+      << tail.logs();
+  pg_->exec("INSERT INTO " + table("t") + " SELECT g, 'row ' || g FROM generate_series(1, 500) g");
+  pg_->exec("INSERT INTO " + table("t") + " VALUES (501, 'd')");
+  ASSERT_EQ(tail.wait_exit(30s), 0) << tail.logs();
+  std::istringstream in(tail.stdout_text());
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) {
+    if (l.rfind("{\"topic\":", 0) == 0) lines.push_back(l);
+  }
+  ASSERT_EQ(lines.size(), 1u) << tail.stdout_text() << tail.logs();
+  EXPECT_EQ(json_string_at(lines[0], "/key"), R"({"id":1})");
+  EXPECT_EQ(count_occurrences(tail.stderr_text(), "temporary slot"), 1u) << tail.logs();
 }
 
 // --log-format json: every line one JSON object, secrets redacted as in the text format.

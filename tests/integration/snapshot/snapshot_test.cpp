@@ -1024,6 +1024,53 @@ TEST_F(SnapshotTest, ATableSignalledAgainWhileItIsReadStartsOver) {
   EXPECT_GT(records.size(), kRows) << "the second signal did not start the table over";
 }
 
+// The `id` header of an incremental snapshot's rows names the read (the chunk's high watermark
+// LSN), as the initial snapshot's names its consistent point: two snapshots of one table, the
+// second after the first is done and after rows moved between chunks, share no id, and every id
+// is that of one key (a consumer deduplicating by `id` never drops a row of the second run).
+TEST_F(SnapshotTest, TwoIncrementalSnapshotsOfATableNeverShareAnId) {
+  create_rows_table("items", 30);
+  auto cfg = make_config({{table("items")}});  // mode never: only the signals read the table
+  cfg.snapshot_lines = "  chunk_size: 7\n";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  const std::string signal =
+      "SELECT pg_logical_emit_message(true, 'walrelay-signal', " +
+      sql_literal("{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
+                  table("items") + "\"]}}") +
+      ")";
+  const std::string done = "incremental snapshot: " + table("items") + " done";
+  pg_->exec(signal);
+  ASSERT_TRUE(proc.wait_for_log(done, 60s)) << proc.logs();
+  // Every later row sits one place earlier in its chunk (and some in an earlier chunk).
+  pg_->exec("DELETE FROM " + table("items") + " WHERE id <= 3");
+  pg_->exec("INSERT INTO " + table("items") + " SELECT g, 1, 'new' FROM generate_series(31, 35) g");
+  pg_->exec(signal);
+  ASSERT_TRUE(wait_until([&] { return count_occurrences(proc.stderr_text(), done) >= 2; }, 60s))
+      << proc.logs();
+  ASSERT_TRUE(wait_caught_up(name_)) << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  const std::regex shape("[0-9A-F]+/[0-9A-F]+:r:" + schema_ + "\\.items:[0-9]+:[0-9]+");
+  std::map<std::string, std::set<std::string>> keys_by_id;
+  std::set<std::string> prefixes;  // "<LSN>:r:": one per chunk read
+  std::size_t reads = 0;
+  for (const auto& r : kafka_->read_all({topic("items")}, 60s)) {
+    if (!r.value || json_string_at(*r.value, "/op") != "r") continue;
+    ++reads;
+    const std::string id = r.header("id");
+    EXPECT_TRUE(std::regex_match(id, shape)) << r.describe();
+    keys_by_id[id].insert(r.key.value_or("<null>"));
+    prefixes.insert(id.substr(0, id.find(":r:")));
+  }
+  EXPECT_EQ(reads, 30u + 32u);
+  EXPECT_EQ(keys_by_id.size(), reads) << "an id was published twice";
+  for (const auto& [id, keys] : keys_by_id) {
+    EXPECT_EQ(keys.size(), 1u) << id << " names " << keys.size() << " keys";
+  }
+  // Chunks of 7: 5 in the first run (30 rows), 5 in the second (32 rows), each its own watermark.
+  EXPECT_EQ(prefixes.size(), 10u);
+}
+
 // A signal's table names may use `*` globs, as `tables` entries do: they name the captured tables
 // that match (Debezium's data-collections are patterns too).
 TEST_F(SnapshotTest, ASignalsGlobNamesEveryCapturedTableItMatches) {
