@@ -54,6 +54,8 @@ ExitCode run_slot_command(const config::Config& cfg, const std::string& action, 
   }
   const std::string& slot = cfg.source.slot;
   const std::string lit = replication::quote_literal(slot);
+  const std::string state_dir =
+      cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir;
   Fields f = {{"slot", slot}, {"database", sys->dbname}, {"system", sys->system_id}};
   if (action == "create") {
     auto found = stream.find_slot(slot);
@@ -77,6 +79,17 @@ ExitCode run_slot_command(const config::Config& cfg, const std::string& action, 
       return ExitCode::kRuntimeError;
     }
     f.emplace_back("dropped", "yes");
+    // walrelay's record of the slot goes with it: a record of a dropped slot makes the next start
+    // refuse to create a new one (exit 5), and its snapshot progress is not a new slot's.
+    auto removed = remove_slot_files(state_dir, slot);
+    if (!removed) {
+      f.emplace_back("record", "NOT removed: " + removed.error());
+      print(out, f, json);
+      return ExitCode::kRuntimeError;
+    }
+    std::string paths;
+    for (const auto& p : *removed) paths += (paths.empty() ? "" : ", ") + p;
+    f.emplace_back("record", removed->empty() ? "none (" + state_dir + ")" : "removed " + paths);
     print(out, f, json);
     return ExitCode::kOk;
   }
@@ -109,8 +122,7 @@ ExitCode run_slot_command(const config::Config& cfg, const std::string& action, 
                        {"unconfirmed_wal_bytes", v(8)},
                        {"safe_wal_size", v(9)}});
   }
-  const StateStore store(
-      cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir, slot);
+  const StateStore store(state_dir, slot);
   auto record = store.load();
   if (!record) {
     f.emplace_back("record", "unreadable: " + record.error());

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -192,6 +193,28 @@ class SnapshotTest : public IntegrationTest {
       yaml.insert(at + 7, "  max_in_flight_events: " + std::to_string(chunk_size) + "\n");
     }
     return yaml;
+  }
+
+  // `walrelay slot <args...> --config <cfg>`: its exit code; its stdout in `out`.
+  int slot_command(const WalrelayConfig& cfg, std::vector<std::string> args, std::string& out) {
+    WalrelayProcess cmd(cfg.to_yaml(), "walrelay slot " + args.front());
+    args.insert(args.begin(), "slot");
+    args.insert(args.end(), {"--config", cmd.config_path().string()});
+    cmd.start(args);
+    const int rc = cmd.wait_exit(60s);
+    out = cmd.stdout_text();
+    if (rc != 0) ADD_FAILURE() << cmd.logs();
+    return rc;
+  }
+
+  // The `op` of every record, in Kafka's order per partition.
+  static std::vector<std::string> ops(std::vector<KafkaRecord> records) {
+    sort_by_partition_order(records);
+    std::vector<std::string> out;
+    for (const auto& r : records) {
+      if (r.value) out.push_back(json_string_at(*r.value, "/op"));
+    }
+    return out;
   }
 
   void create_rows_table(const std::string& name, std::size_t rows) {
@@ -1130,6 +1153,37 @@ TEST_F(SnapshotTest, ATableAddedToTheConfigurationIsReadWhileStreaming) {
   ASSERT_TRUE(stop_gracefully(proc, name_));
   EXPECT_EQ(second.size(), 7u) << describe(second);
   EXPECT_EQ(kafka_->read_all({topic("first")}).size(), 5u) << "the first table was read again";
+}
+
+// `walrelay slot drop --yes` removes walrelay's record of the slot and its snapshot progress: the
+// next run creates the slot anew (no exit 5) and takes its initial snapshot again.
+TEST_F(SnapshotTest, SlotDropRemovesTheRecordAndTheNextRunSnapshotsAgain) {
+  create_rows_table("items", 5);
+  const auto cfg = snapshot_config({{table("items")}});
+  {
+    WalrelayProcess proc(cfg.to_yaml());
+    start_streaming(proc, name_);
+    ASSERT_EQ(kafka_->read_at_least({topic("items")}, 5).size(), 5u);
+    ASSERT_TRUE(stop_gracefully(proc, name_));
+  }
+  const std::filesystem::path dir = cfg.state_dir;
+  ASSERT_TRUE(std::filesystem::exists(dir / (name_ + ".state")));
+  ASSERT_TRUE(std::filesystem::exists(dir / (name_ + ".snapshot")));
+  std::string out;
+  ASSERT_EQ(slot_command(cfg, {"drop", "--yes"}, out), 0);
+  EXPECT_FALSE(slot_state(*pg_, name_).has_value());
+  EXPECT_NE(out.find("removed " + (dir / (name_ + ".state")).string()), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir / (name_ + ".state")));
+  EXPECT_FALSE(std::filesystem::exists(dir / (name_ + ".snapshot")));
+  EXPECT_FALSE(std::filesystem::exists(dir / (name_ + ".incremental")));
+
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  const auto recs = kafka_->read_at_least({topic("items")}, 10);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(recs.size(), 10u) << describe(recs);
+  const auto all = ops(kafka_->read_all({topic("items")}));
+  EXPECT_EQ(std::count(all.begin(), all.end(), "r"), 10) << "the new slot was not snapshotted";
 }
 
 }  // namespace
