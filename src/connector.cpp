@@ -397,6 +397,11 @@ Connector::Outcome Connector::prepare() {
     if (!eos_prepare()) return Outcome::kRetry;
     if (!resume_snapshot_progress(slot, s.confirmed_flush_lsn))
       return fatal(ExitCode::kRuntimeError);
+    // A slot walrelay has no record of ever streaming from (record_ is saved below, before the
+    // first START_REPLICATION): its rows are still owed to Kafka.
+    if (!record_ && cfg_.snapshot.mode == "initial" && !queue_snapshot_of_existing_slot(slot)) {
+      return fatal(ExitCode::kRuntimeError);
+    }
   }
   tracker_ = sink::AckTracker{};
   tracker_.set_confirmed(start_lsn_);

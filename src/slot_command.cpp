@@ -69,6 +69,14 @@ ExitCode run_slot_command(const config::Config& cfg, const std::string& action, 
       return ExitCode::kRuntimeError;
     }
     f.emplace_back("created", "plugin wal2json, consistent point " + created->first.to_string());
+    // No slot record yet: the first `run` takes the slot as one it never streamed from.
+    if (cfg.snapshot.mode == "initial") {
+      f.emplace_back("snapshot",
+                     "the first walrelay run reads the captured tables by an incremental snapshot "
+                     "while streaming (snapshot.mode initial)");
+    } else if (cfg.snapshot.mode == "never") {
+      f.emplace_back("snapshot", "none (snapshot.mode never): walrelay run streams changes only");
+    }
     print(out, f, json);
     return ExitCode::kOk;
   }
