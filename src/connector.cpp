@@ -29,10 +29,10 @@ std::string version_string() {
   return WALRELAY_VERSION;
 }
 
-// Connection failures that retrying cannot fix: the operator must change something.
 // How long the metadata request that checks Kafka before a slot is created may take.
 constexpr std::chrono::milliseconds kKafkaProbeTimeout{10000};
 
+// Connection failures that retrying cannot fix: the operator must change something.
 bool connect_error_is_fatal(const std::string& msg) {
   for (const char* fatal :
        {"password authentication failed", "no pg_hba.conf entry", "does not exist",
