@@ -30,6 +30,9 @@ std::string version_string() {
   return WALRELAY_VERSION;
 }
 
+// How long the metadata request that checks Kafka before a slot is created may take.
+constexpr std::chrono::milliseconds kKafkaProbeTimeout{10000};
+
 // Connection failures that retrying cannot fix: the operator must change something.
 bool connect_error_is_fatal(const std::string& msg) {
   for (const char* fatal :
@@ -397,6 +400,15 @@ Connector::Outcome Connector::prepare() {
     return fatal(refused->code);
   }
   if (!*found) {
+    // A slot retains WAL from the moment it exists, and its exported snapshot would fill the
+    // in-flight bounds at once: it is created only once Kafka answers. Not answering is an outage
+    // like any (retried with backoff, never an exit): `check` says the same.
+    if (auto brokers = sink::probe_brokers(cfg_.kafka, kKafkaProbeTimeout); !brokers) {
+      reason_ = "Kafka does not answer at kafka.bootstrap_servers " + cfg_.kafka.bootstrap_servers +
+                " within " + std::to_string(kKafkaProbeTimeout.count() / 1000) + " s (" +
+                brokers.error() + "): slot " + slot + " is not created until it does";
+      return Outcome::kRetry;
+    }
     // With an initial snapshot the slot exports its snapshot: the tables are read at exactly
     // the slot's consistent point before START_REPLICATION (which ends the export).
     const bool snapshot = cfg_.snapshot.mode == "initial";
@@ -437,6 +449,11 @@ Connector::Outcome Connector::prepare() {
     // commit.
     router_->set_stream_start(
         !created_slot_at_.is_zero() && start_lsn_ == created_slot_at_ ? Lsn{} : start_lsn_);
+    // A slot walrelay has no record of ever streaming from (record_ is saved below, before the
+    // first START_REPLICATION): its rows are still owed to Kafka.
+    if (!record_ && cfg_.snapshot.mode == "initial" && !queue_snapshot_of_existing_slot(slot)) {
+      return fatal(ExitCode::kRuntimeError);
+    }
     // After eos_prepare (continue_session): Kafka's last committed position first, with the
     // snapshot progress consumers saw, so that a resumed snapshot starts right after its last
     // committed row.

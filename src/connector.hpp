@@ -158,6 +158,14 @@ class Connector {
   bool save_snapshot_progress();
   /// An existing slot: an unfinished snapshot of it is resumed (at current state).
   bool resume_snapshot_progress(const std::string& slot, Lsn confirmed_flush_lsn);
+  /// snapshot.mode initial, an existing slot walrelay never streamed from (no slot record, no
+  /// initial snapshot progress of it: created by `walrelay slot create`, by SQL or by a DBA): its
+  /// exported snapshot is gone, so every captured row-change table with a key is queued durably
+  /// for an incremental snapshot read while streaming, with one info line saying why (a warning
+  /// names the tables without a key, which it cannot read). Does nothing when the state directory
+  /// has initial snapshot progress of the slot (walrelay created it: resume_snapshot_progress's
+  /// case). False, with reason_ set, when the progress cannot be read or saved.
+  bool queue_snapshot_of_existing_slot(const std::string& slot);
   /// snapshot.mode initial_only: read from a temporary slot's snapshot, keep no slot.
   Outcome prepare_initial_only();
   void run_snapshot();

@@ -110,6 +110,42 @@ bool Connector::resume_snapshot_progress(const std::string& slot, Lsn confirmed_
   return save_snapshot_progress();
 }
 
+bool Connector::queue_snapshot_of_existing_slot(const std::string& slot) {
+  const snapshot::SnapshotProgressStore initial(progress_dir(cfg_), slot);
+  auto loaded = initial.load();
+  if (!loaded) {
+    reason_ = loaded.error();
+    return false;
+  }
+  if (*loaded && (*loaded)->slot == slot) return true;  // walrelay created it and snapshots it
+  std::vector<snapshot::TableProgress> tables;
+  std::string keyless;
+  for (const auto& [schema, table] : snapshot_tables_) {
+    const router::TableSchema* shape = catalog_->table(schema, table, /*refresh=*/false);
+    auto plan = shape != nullptr
+                    ? snapshot::make_read_plan(*shape, router_->key_columns_of(schema, table))
+                    : std::nullopt;
+    if (!plan || plan->key.empty()) {
+      keyless += (keyless.empty() ? "" : ", ") + schema + "." + table;
+      continue;
+    }
+    tables.push_back(snapshot::table_progress(schema, table, false));
+  }
+  if (tables.empty() && keyless.empty()) return true;
+  spdlog::info(
+      "slot {} existed before walrelay (no record of it in {}): its exported snapshot is gone, so "
+      "the {} captured table(s) are read by an incremental snapshot while streaming "
+      "(snapshot.mode initial)",
+      slot, progress_dir(cfg_), tables.size());
+  if (!keyless.empty()) {
+    spdlog::warn(
+        "slot {} existed before walrelay: tables without a key cannot be read by an incremental "
+        "snapshot, their rows are not published (set key_columns, then signal a snapshot): {}",
+        slot, keyless);
+  }
+  return hand_over_to_incremental(tables);
+}
+
 bool Connector::reconcile_snapshot_progress(const sink::StreamPosition& position) {
   const std::string& slot = cfg_.source.slot;
   const auto take = [&](const std::optional<snapshot::SnapshotProgress>& kafka,

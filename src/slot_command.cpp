@@ -79,6 +79,8 @@ ExitCode run_slot_command(const config::Config& cfg, const std::string& action, 
   }
   const std::string& slot = cfg.source.slot;
   const std::string lit = replication::quote_literal(slot);
+  const std::string state_dir =
+      cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir;
   Fields f = {{"slot", slot}, {"database", sys->dbname}, {"system", sys->system_id}};
   if (action == "create") {
     auto found = stream.find_slot(slot);
@@ -92,6 +94,14 @@ ExitCode run_slot_command(const config::Config& cfg, const std::string& action, 
       return ExitCode::kRuntimeError;
     }
     f.push_back({"created", "plugin wal2json, consistent point " + created->first.to_string()});
+    // No slot record yet: the first `run` takes the slot as one it never streamed from.
+    if (cfg.snapshot.mode == "initial") {
+      f.push_back({"snapshot",
+                   "the first walrelay run reads the captured tables by an incremental snapshot "
+                   "while streaming (snapshot.mode initial)"});
+    } else if (cfg.snapshot.mode == "never") {
+      f.push_back({"snapshot", "none (snapshot.mode never): walrelay run streams changes only"});
+    }
     print(out, f, json);
     return ExitCode::kOk;
   }
@@ -102,6 +112,17 @@ ExitCode run_slot_command(const config::Config& cfg, const std::string& action, 
       return ExitCode::kRuntimeError;
     }
     f.push_back({"dropped", "yes", Kind::kBoolean});
+    // walrelay's record of the slot goes with it: a record of a dropped slot makes the next start
+    // refuse to create a new one (exit 5), and its snapshot progress is not a new slot's.
+    auto removed = remove_slot_files(state_dir, slot);
+    if (!removed) {
+      f.push_back({"record", "NOT removed: " + removed.error()});
+      print(out, f, json);
+      return ExitCode::kRuntimeError;
+    }
+    std::string paths;
+    for (const auto& p : *removed) paths += (paths.empty() ? "" : ", ") + p;
+    f.push_back({"record", removed->empty() ? "none (" + state_dir + ")" : "removed " + paths});
     print(out, f, json);
     return ExitCode::kOk;
   }
@@ -134,8 +155,7 @@ ExitCode run_slot_command(const config::Config& cfg, const std::string& action, 
                        {"unconfirmed_wal_bytes", v(8), Kind::kNumber},
                        {"safe_wal_size", v(9), Kind::kNumber}});
   }
-  const StateStore store(
-      cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir, slot);
+  const StateStore store(state_dir, slot);
   auto record = store.load();
   if (!record) {
     f.push_back({"record", "unreadable: " + record.error()});

@@ -101,6 +101,29 @@ std::expected<void, std::string> write_file_durably(const std::string& dir, cons
   return {};
 }
 
+std::expected<std::vector<std::string>, std::string> remove_slot_files(const std::string& dir,
+                                                                       const std::string& slot) {
+  std::vector<std::string> removed;
+  for (const char* suffix : {".state", ".snapshot", ".incremental"}) {
+    for (const std::string& path :
+         {dir + "/" + slot + suffix, dir + "/" + slot + suffix + ".tmp"}) {
+      std::error_code ec;
+      if (fs::remove(path, ec)) {
+        removed.push_back(path);
+      } else if (ec) {
+        return std::unexpected("cannot remove " + path + ": " + ec.message());
+      }
+    }
+  }
+  if (!removed.empty()) {
+    if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+  }
+  return removed;
+}
+
 std::optional<Lsn> timeline_switchpoint(const std::string& history, std::uint32_t timeline) {
   std::istringstream in(history);
   for (std::string line; std::getline(in, line);) {

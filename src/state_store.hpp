@@ -4,6 +4,7 @@
 #include <expected>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "walrelay/core/lsn.hpp"
 
@@ -53,6 +54,16 @@ class StateStore {
 /// the OS reason.
 std::expected<void, std::string> write_file_durably(const std::string& dir, const std::string& path,
                                                     const std::string& text);
+
+/// Removes every file walrelay keeps in `dir` for `slot`: its record (`<slot>.state`) and the
+/// progress of its snapshots (`<slot>.snapshot`, `<slot>.incremental`), with their leftover
+/// temporary files (`*.tmp`), then fsyncs the directory. For `walrelay slot drop`: a dropped
+/// slot's record would make the next start refuse to create a new one (exit 5), and its snapshot
+/// progress is not the next slot's. Returns the paths removed (files that did not exist are
+/// skipped; empty when there were none), or an error naming the file that could not be removed
+/// and the OS reason (files removed before it stay removed).
+std::expected<std::vector<std::string>, std::string> remove_slot_files(const std::string& dir,
+                                                                       const std::string& slot);
 
 /// Parses the body of a TIMELINE_HISTORY file (PostgreSQL docs §55.4: lines
 /// `<tli>\t<switchpoint LSN>\t<reason>`) and returns the LSN where `timeline` ended, or nullopt

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -163,6 +165,30 @@ TEST_F(PreflightTest, SlotRulesAreAppliedAlikeByCheckAndRun) {
   std::string yaml = other.to_yaml();
   yaml.replace(yaml.find("create_slot: true"), 17, "create_slot: false");
   expect_agreement("create_slot false", yaml, 1, "source.create_slot is false");
+}
+
+// Kafka that does not answer on the first start (a wrong kafka.bootstrap_servers): walrelay says
+// so naming the setting, creates no slot (it would retain WAL for nothing) and waits, retrying, as
+// in any Kafka outage; SIGTERM stops it at once. `check` fails on the same setting.
+TEST_F(PreflightTest, NoSlotIsCreatedWhileKafkaDoesNotAnswer) {
+  pg_->exec("CREATE TABLE " + table("plain") + " (id int PRIMARY KEY)");
+  pg_->exec("INSERT INTO " + table("plain") + " SELECT generate_series(1, 100)");
+  auto cfg = make_config({{table("plain")}});
+  cfg.snapshot_mode = "initial";
+  cfg.bootstrap = "127.0.0.1:1";  // nothing listens there
+  WalrelayProcess proc(cfg.to_yaml(), "walrelay run (unreachable Kafka)");
+  proc.start();
+  ASSERT_TRUE(proc.wait_for_log("kafka.bootstrap_servers 127.0.0.1:1", 60s)) << proc.logs();
+  ASSERT_TRUE(proc.wait_for_log("reconnecting in", 30s)) << proc.logs();
+  EXPECT_TRUE(proc.running()) << proc.logs();
+  EXPECT_FALSE(slot_state(*pg_, name_).has_value()) << proc.logs();
+  const auto before = std::chrono::steady_clock::now();
+  EXPECT_EQ(proc.stop(SIGTERM, 60s), 0) << proc.logs();
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 15s) << proc.logs();
+  EXPECT_FALSE(slot_state(*pg_, name_).has_value()) << proc.logs();
+  const Outcome c = check(cfg.to_yaml(), "unreachable Kafka");
+  EXPECT_EQ(c.rc, 1) << c.out;
+  EXPECT_NE(c.out.find("kafka: 127.0.0.1:1"), std::string::npos) << c.out;
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "snapshot/snapshot_progress.hpp"
 
@@ -59,6 +61,31 @@ TEST(StateStore, MalformedRecordIsAnError) {
 
 // TIMELINE_HISTORY content of timeline 3 (PostgreSQL docs §55.4): timeline 1 ended at 0/3000000,
 // timeline 2 at 0/5000060.
+// `walrelay slot drop`: every file of the dropped slot goes, files of other slots stay.
+TEST(StateStore, RemoveSlotFilesRemovesTheRecordAndTheSnapshotProgressOfThatSlotOnly) {
+  const auto dir = temp_dir("remove");
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"slot_a.state", "slot_a.snapshot", "slot_a.incremental",
+                           "slot_a.state.tmp", "slot_ab.state", "slot_b.snapshot"}) {
+    std::ofstream(dir + "/" + name) << "x\n";
+  }
+  auto removed = walrelay::remove_slot_files(dir, "slot_a");
+  ASSERT_TRUE(removed) << removed.error();
+  EXPECT_EQ(*removed,
+            (std::vector<std::string>{dir + "/slot_a.state", dir + "/slot_a.state.tmp",
+                                      dir + "/slot_a.snapshot", dir + "/slot_a.incremental"}));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/slot_a.state"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/slot_ab.state"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/slot_b.snapshot"));
+  auto again = walrelay::remove_slot_files(dir, "slot_a");
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_TRUE(again->empty());
+  // A directory that does not exist holds no files of the slot.
+  auto none = walrelay::remove_slot_files(dir + "/missing", "slot_a");
+  ASSERT_TRUE(none) << none.error();
+  EXPECT_TRUE(none->empty());
+}
+
 TEST(TimelineHistory, FindsWhereATimelineEnded) {
   const std::string history =
       "1\t0/3000000\tno recovery target specified\n"

@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <regex>
@@ -192,6 +194,71 @@ class SnapshotTest : public IntegrationTest {
       yaml.insert(at + 7, "  max_in_flight_events: " + std::to_string(chunk_size) + "\n");
     }
     return yaml;
+  }
+
+  // `walrelay slot <args...> --config <cfg>`: its exit code; its stdout in `out`.
+  int slot_command(const WalrelayConfig& cfg, std::vector<std::string> args, std::string& out) {
+    WalrelayProcess cmd(cfg.to_yaml(), "walrelay slot " + args.front());
+    args.insert(args.begin(), "slot");
+    args.insert(args.end(), {"--config", cmd.config_path().string()});
+    cmd.start(args);
+    const int rc = cmd.wait_exit(60s);
+    out = cmd.stdout_text();
+    if (rc != 0) ADD_FAILURE() << cmd.logs();
+    return rc;
+  }
+
+  // The `op` of every record, in Kafka's order per partition.
+  static std::vector<std::string> ops(std::vector<KafkaRecord> records) {
+    sort_by_partition_order(records);
+    std::vector<std::string> out;
+    for (const auto& r : records) {
+      if (r.value) out.push_back(json_string_at(*r.value, "/op"));
+    }
+    return out;
+  }
+
+  // A slot that exists before walrelay first runs (made by `make_slot`), 10 rows in the table:
+  // the first run reads every row as `r` by an incremental snapshot, saying why, then streams;
+  // a second start does not read them again.
+  void expect_existing_slot_is_snapshotted(
+      bool create_slot, const std::function<void(const WalrelayConfig&)>& make_slot) {
+    create_rows_table("items", 10);
+    const auto cfg = snapshot_config({{table("items")}}, "  chunk_size: 4\n");
+    make_slot(cfg);
+    ASSERT_TRUE(slot_state(*pg_, name_).has_value());
+    std::string yaml = cfg.to_yaml();
+    if (!create_slot) {
+      const auto at = yaml.find("create_slot: true");
+      ASSERT_NE(at, std::string::npos) << yaml;
+      yaml.replace(at, std::string("create_slot: true").size(), "create_slot: false");
+    }
+    WalrelayProcess proc(yaml);  // its log files are kept across both runs
+    start_streaming(proc, name_);
+    ASSERT_TRUE(proc.wait_for_log("slot " + name_ + " existed before walrelay")) << proc.logs();
+    ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("items") + " done"))
+        << proc.logs();
+    pg_->exec("INSERT INTO " + table("items") + " VALUES (11, 11, 'new')");
+    pg_->exec("UPDATE " + table("items") + " SET v = 99 WHERE id = 1");
+    ASSERT_EQ(kafka_->read_at_least({topic("items")}, 12).size(), 12u);
+    ASSERT_TRUE(stop_gracefully(proc, name_));
+    auto records = kafka_->read_all({topic("items")});
+    const auto first = ops(records);
+    ASSERT_EQ(first.size(), 12u) << describe(records);
+    EXPECT_EQ(std::count(first.begin(), first.end(), "r"), 10) << describe(records);
+    EXPECT_EQ(std::count(first.begin(), first.end(), "c"), 1) << describe(records);
+    std::erase_if(records, [](const auto& r) { return !r.key || json_at(*r.key, "/id") != "1"; });
+    EXPECT_EQ(ops(records), (std::vector<std::string>{"r", "u"})) << describe(records);
+    expect_topic_equals_table("items");
+
+    start_streaming(proc, name_);
+    pg_->exec("INSERT INTO " + table("items") + " VALUES (12, 12, 'newer')");
+    ASSERT_EQ(kafka_->read_at_least({topic("items")}, 13).size(), 13u);
+    ASSERT_TRUE(stop_gracefully(proc, name_));
+    const auto second = ops(kafka_->read_all({topic("items")}));
+    EXPECT_EQ(second.size(), 13u);
+    EXPECT_EQ(std::count(second.begin(), second.end(), "r"), 10) << "read again on a restart";
+    EXPECT_EQ(count_occurrences(proc.stderr_text(), "existed before walrelay"), 1u) << proc.logs();
   }
 
   void create_rows_table(const std::string& name, std::size_t rows) {
@@ -1235,6 +1302,54 @@ TEST_F(SnapshotTest, ATableAddedToTheConfigurationIsReadWhileStreaming) {
   ASSERT_TRUE(stop_gracefully(proc, name_));
   EXPECT_EQ(second.size(), 7u) << describe(second);
   EXPECT_EQ(kafka_->read_all({topic("first")}).size(), 5u) << "the first table was read again";
+}
+
+// A slot made by `walrelay slot create` before the first run (snapshot.mode initial): walrelay
+// cannot use an exported snapshot, so it reads the rows by an incremental snapshot while streaming.
+TEST_F(SnapshotTest, ASlotMadeBySlotCreateIsReadByAnIncrementalSnapshotOnTheFirstRun) {
+  expect_existing_slot_is_snapshotted(true, [&](const WalrelayConfig& cfg) {
+    std::string out;
+    ASSERT_EQ(slot_command(cfg, {"create"}, out), 0);
+    EXPECT_NE(out.find("incremental snapshot"), std::string::npos) << out;
+  });
+}
+
+// The same with a slot a DBA made by SQL (and create_slot: false).
+TEST_F(SnapshotTest, ASlotMadeBySqlIsReadByAnIncrementalSnapshotOnTheFirstRun) {
+  expect_existing_slot_is_snapshotted(false, [&](const WalrelayConfig&) {
+    pg_->exec("SELECT pg_create_logical_replication_slot(" + sql_literal(name_) + ", 'wal2json')");
+  });
+}
+
+// `walrelay slot drop --yes` removes walrelay's record of the slot and its snapshot progress: the
+// next run creates the slot anew (no exit 5) and takes its initial snapshot again.
+TEST_F(SnapshotTest, SlotDropRemovesTheRecordAndTheNextRunSnapshotsAgain) {
+  create_rows_table("items", 5);
+  const auto cfg = snapshot_config({{table("items")}});
+  {
+    WalrelayProcess proc(cfg.to_yaml());
+    start_streaming(proc, name_);
+    ASSERT_EQ(kafka_->read_at_least({topic("items")}, 5).size(), 5u);
+    ASSERT_TRUE(stop_gracefully(proc, name_));
+  }
+  const std::filesystem::path dir = cfg.state_dir;
+  ASSERT_TRUE(std::filesystem::exists(dir / (name_ + ".state")));
+  ASSERT_TRUE(std::filesystem::exists(dir / (name_ + ".snapshot")));
+  std::string out;
+  ASSERT_EQ(slot_command(cfg, {"drop", "--yes"}, out), 0);
+  EXPECT_FALSE(slot_state(*pg_, name_).has_value());
+  EXPECT_NE(out.find("removed " + (dir / (name_ + ".state")).string()), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir / (name_ + ".state")));
+  EXPECT_FALSE(std::filesystem::exists(dir / (name_ + ".snapshot")));
+  EXPECT_FALSE(std::filesystem::exists(dir / (name_ + ".incremental")));
+
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  const auto recs = kafka_->read_at_least({topic("items")}, 10);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(recs.size(), 10u) << describe(recs);
+  const auto all = ops(kafka_->read_all({topic("items")}));
+  EXPECT_EQ(std::count(all.begin(), all.end(), "r"), 10) << "the new slot was not snapshotted";
 }
 
 }  // namespace
