@@ -145,6 +145,43 @@ TEST_F(PreflightTest, TableRulesAreAppliedAlikeByCheckAndRun) {
   }
 }
 
+// key_columns and mask_columns naming a column the table does not have (a typo): refused by both
+// commands, naming the table, the setting and the column (never keyed by the whole row, never
+// published unmasked). A glob's mask column need only exist in some of its tables.
+TEST_F(PreflightTest, KeyAndMaskColumnsTheTableDoesNotHaveAreRefused) {
+  pg_->exec("CREATE TABLE " + table("customers") + " (id int PRIMARY KEY, email text)");
+  pg_->exec("CREATE TABLE " + table("orders") + " (id int PRIMARY KEY, total int)");
+  const std::string entry = "  - name: \"" + table("customers") + "\"\n";
+  const std::string salt = "events:\n  mask_salt: pepper\n";
+  {
+    std::string yaml = make_config({{table("customers")}}).to_yaml();
+    yaml = insert_after(yaml, entry, "    key_columns: [mail]\n");
+    expect_agreement(
+        "key_columns typo", yaml, 2,
+        "table " + table("customers") + " has no column mail named in its key_columns");
+  }
+  {
+    std::string yaml = make_config({{table("customers")}}).to_yaml() + salt;
+    yaml = insert_after(yaml, entry, "    mask_columns: [emial]\n");
+    expect_agreement(
+        "mask_columns typo", yaml, 2,
+        "table " + table("customers") + " has no column emial named in its mask_columns");
+  }
+  {
+    // A glob: `email` exists in customers only (accepted below); `emial` in none of them.
+    std::string yaml = make_config({{table("*")}}).to_yaml() + salt;
+    yaml = insert_after(yaml, "  - name: \"" + table("*") + "\"\n", "    mask_columns: [emial]\n");
+    expect_agreement("glob mask_columns typo", yaml, 2,
+                     "'" + table("*") + "' names emial in its mask_columns");
+  }
+  {
+    std::string yaml = make_config({{table("*")}}).to_yaml() + salt;
+    yaml = insert_after(yaml, "  - name: \"" + table("*") + "\"\n", "    mask_columns: [email]\n");
+    const Outcome c = check(yaml, "glob mask accepted");
+    EXPECT_EQ(c.rc, 0) << c.out;
+  }
+}
+
 // The slot rules (preflight.hpp): a slot walrelay streamed that is gone (exit 5), and a missing
 // slot walrelay may not create (exit 1).
 TEST_F(PreflightTest, SlotRulesAreAppliedAlikeByCheckAndRun) {
