@@ -83,8 +83,9 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
 
 ExitCode run_check(const config::Config& cfg, std::ostream& out) {
   bool ok = true;
-  // The exit code of the first check `run` would fail on, in the order `run` checks (prepare()):
-  // server, wal_level, encoding, slot record, tables, slot.
+  // The exit code of the first check `run` would fail on, in the order `run` checks: the Kafka
+  // producer's properties (before any connection), then prepare()'s server, wal_level, encoding,
+  // slot record, tables, slot.
   std::optional<ExitCode> server_code, record_code, tables_code, slot_code;
   out << "config: ok (connector '" << cfg.name << "', slot '" << cfg.source.slot
       << "', topic prefix '" << cfg.topics.prefix << "', " << cfg.tables.size()
@@ -206,15 +207,23 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
   for (const auto& [k, v] : cfg.kafka.properties) {
     out << "  " << k << " = " << (config::is_secret_property(k) ? "****" : v) << "\n";
   }
+  std::optional<ExitCode> kafka_code;
   if (auto brokers = sink::probe_brokers(cfg.kafka, std::chrono::seconds(10)); !brokers) {
-    out << "  FAIL " << brokers.error() << "\n";
+    if (brokers.error().config) {
+      // `run` refuses these before it connects anywhere (exit 2).
+      out << "  FAIL: " << brokers.error().message << " (run exits 2)\n";
+      kafka_code = ExitCode::kConfigError;
+    } else {
+      out << "  FAIL " << brokers.error().message << "\n";
+    }
     ok = false;
   } else {
     out << "  " << *brokers << " broker(s) reachable\n";
   }
   out << (ok ? "check: ok\n" : "check: FAILED\n");
   if (ok) return ExitCode::kOk;
-  for (const auto& code : {server_code, record_code, tables_code, slot_code}) {
+  // `run` creates its producer before it connects to PostgreSQL: a rejected property first.
+  for (const auto& code : {kafka_code, server_code, record_code, tables_code, slot_code}) {
     if (code) return *code;
   }
   return ExitCode::kRuntimeError;  // Kafka: `run` would wait for it

@@ -145,6 +145,19 @@ TEST_F(PreflightTest, TableRulesAreAppliedAlikeByCheckAndRun) {
   }
 }
 
+// A producer property librdkafka rejects (an unknown name, a value of the wrong kind): `run`
+// exits 2 before it connects anywhere, and `check` exits 2 too, naming the property.
+TEST_F(PreflightTest, KafkaPropertyLibrdkafkaRejectsIsExit2ForBoth) {
+  pg_->exec("CREATE TABLE " + table("plain") + " (id int PRIMARY KEY)");
+  const std::string base = make_config({{table("plain")}}).to_yaml();
+  expect_agreement("unknown property",
+                   insert_after(base, "kafka:\n", "  properties: {linger.msx: 5}\n"), 2,
+                   "kafka.properties.linger.msx");
+  expect_agreement("invalid value",
+                   insert_after(base, "kafka:\n", "  properties: {linger.ms: fast}\n"), 2,
+                   "kafka.properties.linger.ms");
+}
+
 // key_columns and mask_columns naming a column the table does not have (a typo): refused by both
 // commands, naming the table, the setting and the column (never keyed by the whole row, never
 // published unmasked). A glob's mask column need only exist in some of its tables.
