@@ -863,6 +863,45 @@ TEST_F(SnapshotTest, BadSignalsAreReportedAndChangeNothing) {
   EXPECT_TRUE(kafka_->read_all({topic("nokey")}).empty());
 }
 
+// `walrelay snapshot` judges the names before it sends anything: a name that is not a captured
+// row-change table (missing, excluded, an outbox table, a glob matching none) is exit 2 with the
+// reason and no signal; a captured table (or a glob matching one) is sent; --stop takes any name.
+TEST_F(SnapshotTest, TheSnapshotCommandRefusesNamesTheConnectorWouldNotSnapshot) {
+  create_rows_table("items", 3);
+  pg_->exec("CREATE TABLE " + table("ob") +
+            " (id uuid PRIMARY KEY, aggregateid text, aggregatetype text, payload jsonb)");
+  const std::string yaml =
+      make_config({{table("items")}, {table("ob"), {"topic: \"x.{aggregate_type}\""}}}).to_yaml();
+  auto command = [&](const std::vector<std::string>& args, const std::string& label) {
+    WalrelayProcess proc(yaml, "walrelay snapshot (" + label + ")");
+    std::vector<std::string> all = {"snapshot", "--config", proc.config_path().string()};
+    all.insert(all.end(), args.begin(), args.end());
+    proc.start(all);
+    const int rc = proc.wait_exit(30s);
+    return std::pair{rc, proc.stdout_text() + proc.stderr_text()};
+  };
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {table("nope"), table("nope") + ": no such table"},
+      {table("ob"), table("ob") + ": not a captured row-change table"},
+      {schema_ + ".none_*", schema_ + ".none_*: matches no captured row-change table"},
+  };
+  for (const auto& [name, reason] : refused) {
+    SCOPED_TRACE(name);
+    const auto [rc, out] = command({"--table", table("items"), "--table", name}, name);
+    EXPECT_EQ(rc, 2) << out;
+    EXPECT_NE(out.find(reason), std::string::npos) << out;
+    EXPECT_EQ(out.find("signal sent at LSN"), std::string::npos) << out;
+  }
+  for (const auto& name : {table("items"), schema_ + ".it*"}) {
+    const auto [rc, out] = command({"--table", name}, name);
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("signal sent"), std::string::npos) << out;
+  }
+  const auto [rc, out] = command({"--stop", "--table", table("nope")}, "stop");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("signal sent"), std::string::npos) << out;
+}
+
 TEST_F(SnapshotTest, ARowOfTheSignalTableStartsAnIncrementalSnapshot) {
   create_rows_table("items", 30);
   pg_->exec("CREATE TABLE " + table("signals") +
