@@ -158,6 +158,46 @@ TEST_F(PreflightTest, KafkaPropertyLibrdkafkaRejectsIsExit2ForBoth) {
                    "kafka.properties.linger.ms");
 }
 
+// A role without SELECT on a captured table: `run` starts, but its snapshot fails with
+// `permission denied`. `check` FAILs naming the table and the GRANT (exit 1: a grant, not the
+// configuration), unless snapshot.mode is never.
+TEST_F(PreflightTest, CheckFailsWithoutSelectOnATableTheSnapshotReads) {
+  const std::string role = name_ + "_nosel";
+  struct DropRole {
+    Pg& pg;
+    std::string role;
+    ~DropRole() {
+      try {
+        pg.exec("DROP OWNED BY " + sql_ident(role) + "; DROP ROLE " + sql_ident(role));
+      } catch (...) {
+      }
+    }
+  } drop_role{*pg_, role};
+  pg_->exec("CREATE ROLE " + sql_ident(role) + " LOGIN REPLICATION");
+  pg_->exec("CREATE TABLE " + table("granted") + " (id int PRIMARY KEY)");
+  pg_->exec("CREATE TABLE " + table("secret") + " (id int PRIMARY KEY)");
+  pg_->exec("GRANT USAGE ON SCHEMA " + schema_ + " TO " + sql_ident(role));
+  pg_->exec("GRANT SELECT ON " + table("granted") + " TO " + sql_ident(role));
+  auto cfg = make_config({{table("granted")}, {table("secret")}});
+  cfg.conninfo += " user=" + role;
+  cfg.snapshot_mode = "initial";
+  const Outcome c = check(cfg.to_yaml(), "no SELECT");
+  EXPECT_EQ(c.rc, 1) << c.out;
+  EXPECT_NE(c.out.find("has no SELECT privilege on " + table("secret")), std::string::npos)
+      << c.out;
+  EXPECT_NE(c.out.find("GRANT SELECT ON \"" + schema_ + "\".\"secret\" TO \"" + role + "\";"),
+            std::string::npos)
+      << c.out;
+  EXPECT_EQ(c.out.find("privilege on " + table("granted")), std::string::npos) << c.out;
+  cfg.snapshot_mode = "never";
+  const Outcome never = check(cfg.to_yaml(), "no SELECT, no snapshot");
+  EXPECT_EQ(never.rc, 0) << never.out;
+  pg_->exec("GRANT SELECT ON " + table("secret") + " TO " + sql_ident(role));
+  cfg.snapshot_mode = "initial";
+  const Outcome granted = check(cfg.to_yaml(), "granted");
+  EXPECT_EQ(granted.rc, 0) << granted.out;
+}
+
 // key_columns and mask_columns naming a column the table does not have (a typo): refused by both
 // commands, naming the table, the setting and the column (never keyed by the whole row, never
 // published unmasked). A glob's mask column need only exist in some of its tables.
