@@ -197,6 +197,7 @@ void IncrementalSnapshot::stop(const std::vector<std::pair<std::string, std::str
     spdlog::info("incremental snapshot of {}.{} stopped after {} rows", t.schema, t.table, t.rows);
     if (phase_ != Phase::kIdle && table_ == i) abandon_chunk();
   }
+  blocked_.clear();  // a table still denied says so again at its next read
   asio::post(executor_, [this, alive = std::weak_ptr<int>(alive_)] {
     if (!alive.expired()) kick();
   });

@@ -119,8 +119,8 @@ class IncrementalSnapshot {
   /// read so far, rows/s as of the last status(): for /metrics.
   [[nodiscard]] SnapshotFigures figures() const;
   /// Why chunks cannot be read, while the last read of the current table failed with
-  /// `permission denied` (SQLSTATE 42501; retried every second until someone GRANTs SELECT);
-  /// "" otherwise. For /ready.
+  /// `permission denied` (SQLSTATE 42501; retried every second until someone GRANTs SELECT):
+  /// set from that failure until a chunk is read or stop() is called; "" otherwise. For /ready.
   [[nodiscard]] const std::string& blocked() const { return blocked_; }
 
  private:
