@@ -72,6 +72,17 @@ bool contains(const Names& names, std::string_view name) {
   return false;
 }
 
+// Names joined with ", ".
+template <typename Names>
+std::string join_names(const Names& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ", ";
+    out.append(n);
+  }
+  return out;
+}
+
 // A column value as plain text: a JSON string token unescaped, anything else (numbers, booleans,
 // documents) as its literal text.
 bool append_text(std::string& out, std::string_view token) {
@@ -485,6 +496,20 @@ EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_vi
   r.key_columns = tc->key_columns;
   r.exclude = tc->exclude_columns;
   r.mask = tc->mask_columns;
+  const bool glob = tc->schema_pattern.find('*') != std::string::npos ||
+                    tc->table_pattern.find('*') != std::string::npos;
+  if (r.schema != nullptr && !glob) {
+    // `run` and `check` refuse this at start-up (preflight.hpp); `tail` says it once. (A glob's
+    // mask columns need only exist in some of its tables.)
+    std::vector<std::string_view> unknown;
+    for (const auto& m : r.mask) {
+      if (r.schema->column(m) == nullptr) unknown.push_back(m);
+    }
+    if (!unknown.empty()) {
+      spdlog::warn("table {}.{} has no column {} named in mask_columns: nothing is masked for it",
+                   schema, table, join_names(unknown));
+    }
+  }
   if (schemas_ != nullptr && r.schema == nullptr) {
     spdlog::warn(
         "table {}.{} is not in the catalog (dropped or renamed since its changes were written): "
@@ -541,6 +566,28 @@ std::vector<std::string> EventRouter::missing_outbox_columns(std::string_view sc
   for (const auto& a : ob.additional) wanted.push_back(a.column);
   for (const auto& w : wanted) {
     if (rule.schema->column(w) == nullptr) missing.push_back(w);
+  }
+  return missing;
+}
+
+std::vector<std::string> EventRouter::missing_key_columns(std::string_view schema,
+                                                          std::string_view table) {
+  std::vector<std::string> missing;
+  const Rule& rule = rule_for(schema, table);
+  if (rule.role != TableRole::kRowChange || rule.schema == nullptr) return missing;
+  for (const auto& k : rule.key_columns) {
+    if (rule.schema->column(k) == nullptr) missing.push_back(k);
+  }
+  return missing;
+}
+
+std::vector<std::string> EventRouter::missing_mask_columns(std::string_view schema,
+                                                           std::string_view table) {
+  std::vector<std::string> missing;
+  const Rule& rule = rule_for(schema, table);
+  if (rule.role != TableRole::kRowChange || rule.schema == nullptr) return missing;
+  for (const auto& m : rule.mask) {
+    if (rule.schema->column(m) == nullptr) missing.push_back(m);
   }
   return missing;
 }
@@ -1294,6 +1341,22 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
   auto fail = [&](const std::string& why) {
     return std::unexpected(MappingError{"table " + rule.data_collection + ": " + why});
   };
+  if (!rule.key_columns.empty() && c.action != Action::kTruncate) {
+    // A configured key column the table does not have (a typo, a column dropped, a table a glob
+    // matched later): never key its events by other columns (the whole row), which would change
+    // the key with every UPDATE. An INSERT carries every column, so without a catalog shape it
+    // tells.
+    for (const auto& k : rule.key_columns) {
+      const bool absent = rule.schema != nullptr
+                              ? rule.schema->column(k) == nullptr
+                              : c.action == Action::kInsert && find_column(c.columns, k) == nullptr;
+      if (absent) {
+        return fail("key column '" + k +
+                    "' (key_columns) does not exist in the table: its events are not published "
+                    "with another key. Fix key_columns, or add the column");
+      }
+    }
+  }
   select_key(c, rule);
   std::string err;
 
@@ -1312,6 +1375,16 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
       });
       if (complete) {
         has_key = append_key(s.key, *key_image, rule, err, header);
+      } else if (!rule.key_columns.empty() && key_image != &c.identity) {
+        // A new row image without a configured key column (dropped since the shape was read):
+        // keying it by its other columns would publish it under another key.
+        std::vector<std::string_view> absent;
+        for (std::string_view k : key_order_) {
+          if (find_column(*key_image, k) == nullptr) absent.push_back(k);
+        }
+        err = "the change does not carry key column(s) " + join_names(absent) +
+              " (key_columns): not published with another key";
+        return false;
       } else {
         // The change carries another identity than its key: a DELETE written under REPLICA
         // IDENTITY USING INDEX of a table with a primary key has only the index's columns. Key it

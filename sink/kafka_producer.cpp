@@ -202,8 +202,8 @@ void KafkaProducer::purge() {
   poll();
 }
 
-std::expected<int, std::string> probe_brokers(const config::KafkaConfig& cfg,
-                                              std::chrono::milliseconds timeout) {
+std::expected<int, ProbeError> probe_brokers(const config::KafkaConfig& cfg,
+                                             std::chrono::milliseconds timeout) {
   char errstr[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   const SecretRedactor redactor(cfg.properties);
@@ -211,7 +211,7 @@ std::expected<int, std::string> probe_brokers(const config::KafkaConfig& cfg,
           apply_properties(conf, effective_producer_properties(cfg, "walrelay-check"), redactor);
       !rejected.empty()) {
     rd_kafka_conf_destroy(conf);
-    return std::unexpected(rejected);
+    return std::unexpected(ProbeError{true, rejected});
   }
   rd_kafka_conf_set_opaque(conf, const_cast<SecretRedactor*>(&redactor));
   rd_kafka_conf_set_log_cb(
@@ -221,12 +221,14 @@ std::expected<int, std::string> probe_brokers(const config::KafkaConfig& cfg,
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
   if (rk == nullptr) {
     rd_kafka_conf_destroy(conf);
-    return std::unexpected(redactor.redact(errstr));
+    return std::unexpected(
+        ProbeError{true, "cannot create Kafka producer: " + redactor.redact(errstr)});
   }
   const rd_kafka_metadata_t* md = nullptr;
   const rd_kafka_resp_err_t err =
       rd_kafka_metadata(rk, 0, nullptr, &md, static_cast<int>(timeout.count()));
-  std::expected<int, std::string> result = std::unexpected(std::string(rd_kafka_err2str(err)));
+  std::expected<int, ProbeError> result =
+      std::unexpected(ProbeError{false, std::string(rd_kafka_err2str(err))});
   if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
     result = md->broker_cnt;
     rd_kafka_metadata_destroy(md);

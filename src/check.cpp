@@ -26,9 +26,11 @@ std::string join(const std::vector<std::string>& names) {
 
 // What `run` would capture, as it would route it: each matched table with its topic and event key
 // (README "What gets published"), or its role, and every finding of the rules `run` applies
-// (preflight.hpp). False when `run` would refuse the tables (exit 2).
+// (preflight.hpp). False when `run` would refuse the tables (exit 2). `privileges_ok` is set false
+// when the role cannot SELECT a row-change table a snapshot would read (snapshot.mode not never):
+// `run` starts, but its snapshot fails with `permission denied` until it is granted.
 bool list_tables(replication::ReplicationStream& stream, const config::Config& cfg,
-                 const std::string& database, std::ostream& out) {
+                 const std::string& database, std::ostream& out, bool& privileges_ok) {
   std::vector<std::string> unmatched;
   std::vector<SkippedRelation> skipped;
   auto matched = match_tables(stream, cfg, &unmatched, &skipped);
@@ -50,9 +52,31 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
     out << (f.refused ? "\n    FAIL: " : "\n    WARN: ") << f.message
         << (f.refused ? " (run exits 2)" : "");
   };
+  // A snapshot reads every row-change table with the configured role: without SELECT it fails
+  // with `permission denied` and retries until someone GRANTs it (run does not refuse to start).
+  const bool snapshots = cfg.snapshot.mode != "never";
   out << "tables: " << matched->size() << " matched\n";
   for (const TableVerdict& v : preflight.tables) {
     const MatchedTable& t = *v.table;
+    std::string privilege_failure;
+    if (snapshots && v.role == router::TableRole::kRowChange) {
+      const std::string relation =
+          replication::quote_ident(t.schema) + "." + replication::quote_ident(t.table);
+      auto granted =
+          stream.query("SELECT has_table_privilege(" + replication::quote_literal(relation) +
+                       ", 'SELECT')::text, current_user::text");
+      if (!granted || granted->empty()) {
+        privilege_failure = "cannot check the SELECT privilege on " + t.schema + "." + t.table +
+                            (granted ? std::string() : ": " + granted.error());
+      } else if ((*granted)[0][0].value_or("") != "true") {
+        const std::string role = (*granted)[0][1].value_or("?");
+        privilege_failure = "role " + role + " has no SELECT privilege on " + t.schema + "." +
+                            t.table + ": the snapshot (snapshot.mode " + cfg.snapshot.mode +
+                            ") cannot read it (permission denied, retried until granted). "
+                            "Run: GRANT SELECT ON " +
+                            relation + " TO " + replication::quote_ident(role) + ";";
+      }
+    }
     out << "  " << t.schema << "." << t.table;
     switch (v.role) {
       case router::TableRole::kOutbox: {
@@ -70,6 +94,10 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
         break;
     }
     for (const auto& f : v.findings) print(f);
+    if (!privilege_failure.empty()) {
+      out << "\n    FAIL: " << privilege_failure;
+      privileges_ok = false;
+    }
     out << "\n";
   }
   for (const auto& f : preflight.general) {
@@ -83,8 +111,9 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
 
 ExitCode run_check(const config::Config& cfg, std::ostream& out) {
   bool ok = true;
-  // The exit code of the first check `run` would fail on, in the order `run` checks (prepare()):
-  // server, wal_level, encoding, slot record, tables, slot.
+  // The exit code of the first check `run` would fail on, in the order `run` checks: the Kafka
+  // producer's properties (before any connection), then prepare()'s server, wal_level, encoding,
+  // slot record, tables, slot.
   std::optional<ExitCode> server_code, record_code, tables_code, slot_code;
   out << "config: ok (connector '" << cfg.name << "', slot '" << cfg.source.slot
       << "', topic prefix '" << cfg.topics.prefix << "', " << cfg.tables.size()
@@ -195,10 +224,12 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
         refuse(*refused, slot_code);
       }
     }
-    if (!list_tables(stream, cfg, sys->dbname, out)) {
+    bool privileges_ok = true;
+    if (!list_tables(stream, cfg, sys->dbname, out, privileges_ok)) {
       ok = false;
       tables_code = ExitCode::kConfigError;
     }
+    ok = ok && privileges_ok;  // exit 1 unless another check decides: a grant, not the config
   }
   stream.close();
 
@@ -206,15 +237,23 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
   for (const auto& [k, v] : cfg.kafka.properties) {
     out << "  " << k << " = " << (config::is_secret_property(k) ? "****" : v) << "\n";
   }
+  std::optional<ExitCode> kafka_code;
   if (auto brokers = sink::probe_brokers(cfg.kafka, std::chrono::seconds(10)); !brokers) {
-    out << "  FAIL " << brokers.error() << "\n";
+    if (brokers.error().config) {
+      // `run` refuses these before it connects anywhere (exit 2).
+      out << "  FAIL: " << brokers.error().message << " (run exits 2)\n";
+      kafka_code = ExitCode::kConfigError;
+    } else {
+      out << "  FAIL " << brokers.error().message << "\n";
+    }
     ok = false;
   } else {
     out << "  " << *brokers << " broker(s) reachable\n";
   }
   out << (ok ? "check: ok\n" : "check: FAILED\n");
   if (ok) return ExitCode::kOk;
-  for (const auto& code : {server_code, record_code, tables_code, slot_code}) {
+  // `run` creates its producer before it connects to PostgreSQL: a rejected property first.
+  for (const auto& code : {kafka_code, server_code, record_code, tables_code, slot_code}) {
     if (code) return *code;
   }
   return ExitCode::kRuntimeError;  // Kafka: `run` would wait for it

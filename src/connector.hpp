@@ -292,6 +292,9 @@ class Connector {
   std::optional<snapshot::SnapshotProgress> snapshot_progress_;
   std::string exported_snapshot_;  // empty: resume at current state
   std::unique_ptr<snapshot::Snapshotter> snapshotter_;
+  /// The initial snapshot failed with `permission denied`: said once as an error (with the
+  /// GRANT), not at every retry.
+  bool snapshot_denied_logged_ = false;
   std::unique_ptr<snapshot::SnapshotProgressStore> incremental_store_;
   /// delivery exactly_once, before start_incremental: the incremental queue as saved locally
   /// (tables the initial snapshot handed over), carried in each position record meanwhile.

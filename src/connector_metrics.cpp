@@ -73,6 +73,9 @@ std::string Connector::not_ready_reason() {
   if (stopping_) return "stopping";
   if (standby_) return "standing by: the slot is held by another instance";
   if (!streaming_) return "not streaming (connecting, taking a snapshot or reconnecting)";
+  if (incremental_ && !incremental_->blocked().empty()) {
+    return "incremental snapshot " + incremental_->blocked();
+  }
   const double lag = lag_seconds();
   const double max_lag = std::chrono::duration<double>(cfg_.metrics.max_lag).count();
   if (lag > max_lag) {

@@ -309,6 +309,15 @@ void Connector::run_snapshot() {
         }
         switch (*failure) {
           case snapshot::SnapshotFailure::kRetry:
+            if (!snapshot_denied_logged_ && reason.find("permission denied") != std::string::npos) {
+              // Retried with backoff until someone GRANTs SELECT (/ready says "not streaming"
+              // meanwhile): the fix, once, as an error.
+              snapshot_denied_logged_ = true;
+              spdlog::error(
+                  "{}: the role of source.conninfo cannot read it. Run GRANT SELECT ON the "
+                  "table TO that role (`walrelay check` names each); retrying until then",
+                  reason);
+            }
             stream_->close();
             // The exported snapshot ends with the replication connection: the next session
             // resumes at current state.

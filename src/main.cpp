@@ -13,6 +13,7 @@
 #include "metrics/probe.hpp"
 #include "slot_command.hpp"
 #include "snapshot/send_signal.hpp"
+#include "snapshot_command.hpp"
 #include "tail_command.hpp"
 #include "walrelay/config/config.hpp"
 
@@ -130,6 +131,19 @@ int main(int argc, char** argv) {
     if (!snapshot_stop && snapshot_tables.empty()) {
       std::cerr << "walrelay snapshot: --table is required (or --stop)\n";
       return static_cast<int>(ExitCode::kConfigError);
+    }
+    if (!snapshot_stop) {
+      // The connector would refuse these only in its log: say so here, and send nothing.
+      auto refused = walrelay::refused_snapshot_tables(*cfg, snapshot_tables);
+      if (!refused) {
+        std::cerr << "walrelay snapshot: " << refused.error() << "\n";
+        return static_cast<int>(ExitCode::kRuntimeError);
+      }
+      if (!refused->empty()) {
+        for (const auto& r : *refused) std::cerr << "walrelay snapshot: " << r << "\n";
+        std::cerr << "walrelay snapshot: no signal sent\n";
+        return static_cast<int>(ExitCode::kConfigError);
+      }
     }
     auto sent =
         walrelay::snapshot::send_signal(cfg->source.conninfo, cfg->snapshot.signal_prefix, signal);

@@ -52,6 +52,8 @@ TablePreflight preflight_tables(const std::vector<MatchedTable>& matched,
     }
   }
   std::map<std::string, std::string> topics;  // Kafka's view of a topic name → the table
+  // Glob entries' mask columns: entry → the mask columns none of its tables so far has.
+  std::map<std::size_t, std::set<std::string>> glob_mask_unseen;
   for (const MatchedTable& m : matched) {
     const std::string qualified = m.schema + "." + m.table;
     TableVerdict& v = out.tables.emplace_back();
@@ -87,6 +89,32 @@ TablePreflight preflight_tables(const std::vector<MatchedTable>& matched,
              "alike); give one of them its own `topic`");
     }
     const auto& tc = cfg.tables[m.entry];
+    if (auto missing = router.missing_key_columns(m.schema, m.table); !missing.empty()) {
+      // The router would refuse each change (never keying it by the whole row instead).
+      refuse("table " + qualified + " has no column " + join(missing) +
+             " named in its key_columns [" + join(tc.key_columns) +
+             "]: its events cannot be keyed by the configured key. Fix key_columns for it");
+    }
+    const bool glob = tc.schema_pattern.find('*') != std::string::npos ||
+                      tc.table_pattern.find('*') != std::string::npos;
+    if (auto missing = router.missing_mask_columns(m.schema, m.table); !missing.empty()) {
+      if (!glob) {
+        // A typo would publish the real column in clear text.
+        refuse("table " + qualified + " has no column " + join(missing) +
+               " named in its mask_columns [" + join(tc.mask_columns) +
+               "]: nothing would be masked for it. Fix mask_columns for it");
+      } else {
+        auto& unseen = glob_mask_unseen
+                           .try_emplace(m.entry, std::set<std::string>(tc.mask_columns.begin(),
+                                                                       tc.mask_columns.end()))
+                           .first->second;
+        std::erase_if(unseen, [&](const std::string& c) {
+          return std::find(missing.begin(), missing.end(), c) == missing.end();
+        });
+      }
+    } else if (glob) {
+      glob_mask_unseen[m.entry].clear();  // every mask column is in this table
+    }
     const char ident = m.replica_identity;
     if (m.has_primary_key && ident == 'i' && tc.key_columns.empty() &&
         std::set<std::string>(m.primary_key.begin(), m.primary_key.end()) !=
@@ -116,6 +144,17 @@ TablePreflight preflight_tables(const std::vector<MatchedTable>& matched,
            " has no primary key: its events get a null key (no per-key order, no compaction). "
            "Set key_columns for it");
     }
+  }
+  for (const auto& [entry, unseen] : glob_mask_unseen) {
+    if (unseen.empty()) continue;
+    const auto& tc = cfg.tables[entry];
+    out.general.push_back(
+        {true, tc.name,
+         "tables entry '" + tc.name + "' names " +
+             join(std::vector<std::string>(unseen.begin(), unseen.end())) +
+             " in its mask_columns [" + join(tc.mask_columns) +
+             "], a column none of the tables it matches has: nothing would be masked. Fix "
+             "mask_columns for it"});
   }
   return out;
 }

@@ -50,6 +50,12 @@ struct TablePreflight {
 /// - a relation named without a glob whose changes logical decoding does not deliver (views,
 ///   materialized views, foreign, unlogged, temporary tables; PostgreSQL docs §49.6): refused;
 /// - an outbox table without a column its outbox configuration names: refused;
+/// - a row-change table without a column its entry's key_columns names: refused (its events
+///   would otherwise have no configured key; the router refuses such changes too);
+/// - a table without a column its entry's mask_columns names, where the entry names the table
+///   without a glob: refused (a typo would publish the real column unmasked); a glob entry: only
+///   a mask column none of its matched tables has is refused (a `general` finding naming the
+///   entry), since a glob's tables may differ in columns;
 /// - a topic longer than Kafka's 249 characters, or two tables on one topic (Kafka treats `.` and
 ///   `_` alike): refused;
 /// - a primary key and REPLICA IDENTITY USING INDEX on other columns, without key_columns: its

@@ -200,6 +200,7 @@ void IncrementalSnapshot::stop(const std::vector<std::pair<std::string, std::str
     spdlog::info("incremental snapshot of {}.{} stopped after {} rows", t.schema, t.table, t.rows);
     if (phase_ != Phase::kIdle && table_ == i) abandon_chunk();
   }
+  blocked_.clear();  // a table still denied says so again at its next read
   asio::post(executor_, [this, alive = std::weak_ptr<int>(alive_)] {
     if (!alive.expired()) kick();
   });
@@ -254,8 +255,9 @@ AsyncPgConnection* IncrementalSnapshot::connection() {
   return conn_.get();
 }
 
-void IncrementalSnapshot::retry_later(const std::string& why) {
-  spdlog::warn("incremental snapshot: {}; retrying in 1 s", why);
+void IncrementalSnapshot::retry_later(const std::string& why, bool quiet) {
+  spdlog::log(quiet ? spdlog::level::debug : spdlog::level::warn,
+              "incremental snapshot: {}; retrying in 1 s", why);
   if (conn_) conn_->close();
   conn_.reset();
   phase_ = Phase::kIdle;
@@ -383,9 +385,28 @@ void IncrementalSnapshot::on_rows(AsyncPgConnection::Result result) {
       kick();
       return;
     }
+    if (sqlstate == "42501") {
+      // No SELECT privilege: retried every second (a GRANT fixes it without a restart), said
+      // once as an error naming the fix, and /ready says so meanwhile (blocked()).
+      const std::string relation =
+          replication::quote_ident(t.schema) + "." + replication::quote_ident(t.table);
+      std::string why = "cannot read " + t.schema + "." + t.table + ": " + result.error() +
+                        ". Run GRANT SELECT ON " + relation +
+                        " TO the role of source.conninfo; retrying every second";
+      const bool first = blocked_.empty();
+      if (first) spdlog::error("incremental snapshot: {}", why);
+      blocked_ = std::move(why);
+      retry_later("chunk of " + t.schema + "." + t.table + " failed: " + result.error(), true);
+      return;
+    }
     retry_later("chunk of " + t.schema + "." + t.table + " failed: " + result.error() +
                 row_security_hint(sqlstate, result.error()));
     return;
+  }
+  if (!blocked_.empty()) {
+    spdlog::info("incremental snapshot: {}.{} can be read again", progress_.tables[table_].schema,
+                 progress_.tables[table_].table);
+    blocked_.clear();
   }
   rows_ = std::move(*result);
   last_chunk_ = rows_.size() < settings_.chunk_size;

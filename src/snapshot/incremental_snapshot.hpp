@@ -126,6 +126,10 @@ class IncrementalSnapshot {
   /// Rows read per table queued since the start (or resumed), reltuples estimates of the tables
   /// read so far, rows/s as of the last sample_rate(): for /metrics.
   [[nodiscard]] SnapshotFigures figures() const;
+  /// Why chunks cannot be read, while the last read of the current table failed with
+  /// `permission denied` (SQLSTATE 42501; retried every second until someone GRANTs SELECT):
+  /// set from that failure until a chunk is read or stop() is called; "" otherwise. For /ready.
+  [[nodiscard]] const std::string& blocked() const { return blocked_; }
 
  private:
   // kPreparing: reading the table's shape; kReading: from the low watermark's write to the high
@@ -164,7 +168,9 @@ class IncrementalSnapshot {
   void on_rows(AsyncPgConnection::Result result);
   /// The chunk's snapshot (pg_current_snapshot() text) read: commits and writes the high mark.
   void on_snapshot(AsyncPgConnection::Result snap);
-  void retry_later(const std::string& why);
+  /// Drops the chunk and tries again in a second; `quiet`: logged at debug level (the reason was
+  /// already logged as an error).
+  void retry_later(const std::string& why, bool quiet = false);
   /// Applies `change` to the durable record of `schema.table` (created when missing) and saves.
   void persist(const std::function<void(TableProgress&)>& change, const std::string& schema,
                const std::string& table);
@@ -190,6 +196,7 @@ class IncrementalSnapshot {
   boost::asio::steady_timer retry_timer_;
 
   Phase phase_ = Phase::kIdle;
+  std::string blocked_;    // see blocked()
   std::size_t table_ = 0;  // the table of the chunk in progress
   TableReadPlan plan_;
   std::string chunk_id_;

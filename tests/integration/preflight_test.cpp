@@ -147,6 +147,96 @@ TEST_F(PreflightTest, TableRulesAreAppliedAlikeByCheckAndRun) {
   }
 }
 
+// A producer property librdkafka rejects (an unknown name, a value of the wrong kind): `run`
+// exits 2 before it connects anywhere, and `check` exits 2 too, naming the property.
+TEST_F(PreflightTest, KafkaPropertyLibrdkafkaRejectsIsExit2ForBoth) {
+  pg_->exec("CREATE TABLE " + table("plain") + " (id int PRIMARY KEY)");
+  const std::string base = make_config({{table("plain")}}).to_yaml();
+  expect_agreement("unknown property",
+                   insert_after(base, "kafka:\n", "  properties: {linger.msx: 5}\n"), 2,
+                   "kafka.properties.linger.msx");
+  expect_agreement("invalid value",
+                   insert_after(base, "kafka:\n", "  properties: {linger.ms: fast}\n"), 2,
+                   "kafka.properties.linger.ms");
+}
+
+// A role without SELECT on a captured table: `run` starts, but its snapshot fails with
+// `permission denied`. `check` FAILs naming the table and the GRANT (exit 1: a grant, not the
+// configuration), unless snapshot.mode is never.
+TEST_F(PreflightTest, CheckFailsWithoutSelectOnATableTheSnapshotReads) {
+  const std::string role = name_ + "_nosel";
+  struct DropRole {
+    Pg& pg;
+    std::string role;
+    ~DropRole() {
+      try {
+        pg.exec("DROP OWNED BY " + sql_ident(role) + "; DROP ROLE " + sql_ident(role));
+      } catch (...) {
+      }
+    }
+  } drop_role{*pg_, role};
+  pg_->exec("CREATE ROLE " + sql_ident(role) + " LOGIN REPLICATION");
+  pg_->exec("CREATE TABLE " + table("granted") + " (id int PRIMARY KEY)");
+  pg_->exec("CREATE TABLE " + table("secret") + " (id int PRIMARY KEY)");
+  pg_->exec("GRANT USAGE ON SCHEMA " + schema_ + " TO " + sql_ident(role));
+  pg_->exec("GRANT SELECT ON " + table("granted") + " TO " + sql_ident(role));
+  auto cfg = make_config({{table("granted")}, {table("secret")}});
+  cfg.conninfo += " user=" + role;
+  cfg.snapshot_mode = "initial";
+  const Outcome c = check(cfg.to_yaml(), "no SELECT");
+  EXPECT_EQ(c.rc, 1) << c.out;
+  EXPECT_NE(c.out.find("has no SELECT privilege on " + table("secret")), std::string::npos)
+      << c.out;
+  EXPECT_NE(c.out.find("GRANT SELECT ON \"" + schema_ + "\".\"secret\" TO \"" + role + "\";"),
+            std::string::npos)
+      << c.out;
+  EXPECT_EQ(c.out.find("privilege on " + table("granted")), std::string::npos) << c.out;
+  cfg.snapshot_mode = "never";
+  const Outcome never = check(cfg.to_yaml(), "no SELECT, no snapshot");
+  EXPECT_EQ(never.rc, 0) << never.out;
+  pg_->exec("GRANT SELECT ON " + table("secret") + " TO " + sql_ident(role));
+  cfg.snapshot_mode = "initial";
+  const Outcome granted = check(cfg.to_yaml(), "granted");
+  EXPECT_EQ(granted.rc, 0) << granted.out;
+}
+
+// key_columns and mask_columns naming a column the table does not have (a typo): refused by both
+// commands, naming the table, the setting and the column (never keyed by the whole row, never
+// published unmasked). A glob's mask column need only exist in some of its tables.
+TEST_F(PreflightTest, KeyAndMaskColumnsTheTableDoesNotHaveAreRefused) {
+  pg_->exec("CREATE TABLE " + table("customers") + " (id int PRIMARY KEY, email text)");
+  pg_->exec("CREATE TABLE " + table("orders") + " (id int PRIMARY KEY, total int)");
+  const std::string entry = "  - name: \"" + table("customers") + "\"\n";
+  const std::string salt = "events:\n  mask_salt: pepper\n";
+  {
+    std::string yaml = make_config({{table("customers")}}).to_yaml();
+    yaml = insert_after(yaml, entry, "    key_columns: [mail]\n");
+    expect_agreement(
+        "key_columns typo", yaml, 2,
+        "table " + table("customers") + " has no column mail named in its key_columns");
+  }
+  {
+    std::string yaml = make_config({{table("customers")}}).to_yaml() + salt;
+    yaml = insert_after(yaml, entry, "    mask_columns: [emial]\n");
+    expect_agreement(
+        "mask_columns typo", yaml, 2,
+        "table " + table("customers") + " has no column emial named in its mask_columns");
+  }
+  {
+    // A glob: `email` exists in customers only (accepted below); `emial` in none of them.
+    std::string yaml = make_config({{table("*")}}).to_yaml() + salt;
+    yaml = insert_after(yaml, "  - name: \"" + table("*") + "\"\n", "    mask_columns: [emial]\n");
+    expect_agreement("glob mask_columns typo", yaml, 2,
+                     "'" + table("*") + "' names emial in its mask_columns");
+  }
+  {
+    std::string yaml = make_config({{table("*")}}).to_yaml() + salt;
+    yaml = insert_after(yaml, "  - name: \"" + table("*") + "\"\n", "    mask_columns: [email]\n");
+    const Outcome c = check(yaml, "glob mask accepted");
+    EXPECT_EQ(c.rc, 0) << c.out;
+  }
+}
+
 // The slot rules (preflight.hpp): a slot walrelay streamed that is gone (exit 5), and a missing
 // slot walrelay may not create (exit 1).
 TEST_F(PreflightTest, SlotRulesAreAppliedAlikeByCheckAndRun) {

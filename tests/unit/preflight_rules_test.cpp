@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "preflight.hpp"
@@ -119,6 +120,116 @@ TEST(PreflightRules, AllowSlotResetCountsOnce) {
   rec.reset_used = true;
   EXPECT_FALSE(slot_reset_allowed(config_with(true, true), rec));
   EXPECT_FALSE(slot_reset_allowed(config_with(true, false), rec));
+}
+
+}  // namespace
+}  // namespace walrelay
+
+namespace walrelay {
+namespace {
+
+// Table shapes given by the test.
+struct Shapes : router::SchemaProvider {
+  std::map<std::string, router::TableSchema> tables;
+  const router::TableSchema* table(std::string_view schema, std::string_view name,
+                                   bool /*refresh*/) override {
+    auto it = tables.find(std::string(schema) + "." + std::string(name));
+    return it == tables.end() ? nullptr : &it->second;
+  }
+  void add(const std::string& schema, const std::string& name,
+           const std::vector<std::string>& columns) {
+    router::TableSchema& t = tables[schema + "." + name];
+    t.schema = t.root_schema = schema;
+    t.table = t.root_table = name;
+    for (const auto& c : columns) t.columns.push_back(router::ColumnInfo{c, 25, -1, false, true});
+    t.primary_key = {columns.front()};
+  }
+};
+
+config::TableConfig entry(const std::string& schema, const std::string& table) {
+  config::TableConfig t;
+  t.name = schema + "." + table;
+  t.schema_pattern = schema;
+  t.table_pattern = table;
+  return t;
+}
+
+MatchedTable matched(std::size_t at, const std::string& schema, const std::string& table) {
+  MatchedTable m;
+  m.entry = at;
+  m.schema = schema;
+  m.table = table;
+  m.has_primary_key = true;
+  m.primary_key = {"id"};
+  return m;
+}
+
+// The refusals `run` and `check` print for key_columns and mask_columns naming a column the
+// table does not have (the refusal is the first: what `run` exits 2 with).
+std::vector<std::string> refusals(const config::Config& cfg, Shapes& shapes,
+                                  const std::vector<MatchedTable>& tables) {
+  router::TypeRegistry types;
+  router::EventRouter r(router::RouterSettings{"c", "c", "app", "", cfg.events}, cfg, &shapes,
+                        types);
+  const TablePreflight p = preflight_tables(tables, {}, {}, r, cfg);
+  std::vector<std::string> out;
+  for (const auto& f : p.general) {
+    if (f.refused) out.push_back(f.message);
+  }
+  for (const auto& v : p.tables) {
+    for (const auto& f : v.findings) {
+      if (f.refused) out.push_back(f.message);
+    }
+  }
+  return out;
+}
+
+TEST(PreflightRules, KeyAndMaskColumnsMustExistInTheTable) {
+  Shapes shapes;
+  shapes.add("shop", "customers", {"id", "email"});
+  shapes.add("shop", "orders", {"id", "total"});
+  const std::vector<MatchedTable> customers = {matched(0, "shop", "customers")};
+  {
+    config::Config cfg;
+    cfg.tables = {entry("shop", "customers")};
+    EXPECT_TRUE(refusals(cfg, shapes, customers).empty());
+    cfg.tables[0].key_columns = {"mail"};
+    const auto r = refusals(cfg, shapes, customers);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_NE(r[0].find("table shop.customers has no column mail named in its key_columns [mail]"),
+              std::string::npos)
+        << r[0];
+    cfg.tables[0].key_columns = {"email"};
+    EXPECT_TRUE(refusals(cfg, shapes, customers).empty());
+  }
+  {
+    config::Config cfg;
+    cfg.tables = {entry("shop", "customers")};
+    cfg.tables[0].mask_columns = {"email", "emial"};
+    const auto r = refusals(cfg, shapes, customers);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_NE(r[0].find("table shop.customers has no column emial named in its mask_columns"),
+              std::string::npos)
+        << r[0];
+  }
+  // A glob entry: a mask column some of its tables have is fine; one none has is refused.
+  const std::vector<MatchedTable> both = {matched(0, "shop", "customers"),
+                                          matched(0, "shop", "orders")};
+  config::Config cfg;
+  cfg.tables = {entry("shop", "*")};
+  cfg.tables[0].mask_columns = {"email"};
+  EXPECT_TRUE(refusals(cfg, shapes, both).empty());
+  cfg.tables[0].mask_columns = {"email", "emial"};
+  const auto r = refusals(cfg, shapes, both);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].find("tables entry 'shop.*' names emial in its mask_columns"), std::string::npos)
+      << r[0];
+  // key_columns of a glob: every table must have them.
+  cfg.tables[0].mask_columns.clear();
+  cfg.tables[0].key_columns = {"email"};
+  const auto k = refusals(cfg, shapes, both);
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_NE(k[0].find("table shop.orders has no column email"), std::string::npos) << k[0];
 }
 
 }  // namespace

@@ -309,6 +309,62 @@ TEST(Router, TableWithoutPrimaryKeyGetsNullKeyOrConfiguredKeyColumns) {
   EXPECT_EQ(keyed.route(line)[0].key, R"({"msg":"hi"})");
 }
 
+// key_columns naming a column the table does not have: never keyed by the whole row instead
+// (the key would change with every UPDATE), but a mapping error naming the column.
+TEST(Router, KeyColumnTheTableDoesNotHaveIsAnErrorNotTheWholeRow) {
+  const std::string insert =
+      R"({"action":"I","xid":5,"lsn":"0/10","schema":"audit","table":"customers","columns":[{"name":"id","typeoid":23,"value":3},{"name":"email","typeoid":25,"value":"c@x"}],"pk":[{"name":"id","typeoid":23}]})";
+  {
+    Harness h;  // no catalog shape: the INSERT's own columns tell
+    h.cfg.tables[2].key_columns = {"mail"};
+    const std::string err = h.route_error(insert);
+    EXPECT_TRUE(has(err, "key column 'mail'")) << err;
+    EXPECT_TRUE(has(err, "audit.customers")) << err;
+  }
+  Harness h;
+  h.cfg.tables[2].key_columns = {"mail"};
+  h.cfg.tables[2].mask_columns = {"emial"};
+  TableSchema ts;
+  ts.schema = ts.root_schema = "audit";
+  ts.table = ts.root_table = "customers";
+  ts.columns = {ColumnInfo{"id", 23, -1, true, false}, ColumnInfo{"email", 25, -1, false, true}};
+  ts.primary_key = {"id"};
+  h.schemas.tables["audit.customers"] = ts;
+  h.build();
+  EXPECT_EQ(h.router->missing_key_columns("audit", "customers"), std::vector<std::string>{"mail"});
+  EXPECT_EQ(h.router->missing_mask_columns("audit", "customers"),
+            std::vector<std::string>{"emial"});
+  EXPECT_TRUE(h.router->missing_key_columns("public", "invoices").empty());
+  EXPECT_TRUE(has(h.route_error(insert), "key column 'mail'"));
+  const std::string update =
+      R"({"action":"U","xid":5,"lsn":"0/20","schema":"audit","table":"customers","columns":[{"name":"id","typeoid":23,"value":3},{"name":"email","typeoid":25,"value":"d@x"}],"identity":[{"name":"id","typeoid":23,"value":3}]})";
+  EXPECT_TRUE(has(h.route_error(update), "key column 'mail'"));
+}
+
+// A configured key column that a change's new row lacks (dropped since the shape was read): an
+// error, not a key of the remaining columns.
+TEST(Router, ChangeWithoutItsConfiguredKeyColumnIsAnError) {
+  Harness h;
+  h.cfg.tables[2].key_columns = {"email"};
+  TableSchema ts;
+  ts.schema = ts.root_schema = "audit";
+  ts.table = ts.root_table = "customers";
+  ts.columns = {ColumnInfo{"id", 23, -1, true, false}, ColumnInfo{"email", 25, -1, false, true},
+                ColumnInfo{"note", 25, -1, false, true}};
+  h.schemas.tables["audit.customers"] = ts;
+  EXPECT_EQ(
+      h.route(
+           R"({"action":"I","xid":5,"lsn":"0/10","schema":"audit","table":"customers","columns":[{"name":"id","typeoid":23,"value":3},{"name":"email","typeoid":25,"value":"c@x"},{"name":"note","typeoid":25,"value":"n"}]})")
+          [0]
+              .key,
+      R"({"email":"c@x"})");
+  // An UPDATE whose row no longer has `email` (its shape is re-read at most once a second).
+  const std::string err = h.route_error(
+      R"({"action":"U","xid":5,"lsn":"0/20","schema":"audit","table":"customers","columns":[{"name":"id","typeoid":23,"value":3},{"name":"note","typeoid":25,"value":"m"}]})");
+  EXPECT_TRUE(has(err, "email")) << err;
+  EXPECT_TRUE(has(err, "not published with another key")) << err;
+}
+
 TEST(Router, ExcludedAndMaskedColumns) {
   Harness h;
   h.cfg.events.mask_salt = "pepper";

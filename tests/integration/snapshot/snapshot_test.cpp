@@ -995,6 +995,98 @@ TEST_F(SnapshotTest, BadSignalsAreReportedAndChangeNothing) {
   EXPECT_TRUE(kafka_->read_all({topic("nokey")}).empty());
 }
 
+// `walrelay snapshot` judges the names before it sends anything: a name that is not a captured
+// row-change table (missing, excluded, an outbox table, a glob matching none) is exit 2 with the
+// reason and no signal; a captured table (or a glob matching one) is sent; --stop takes any name.
+TEST_F(SnapshotTest, TheSnapshotCommandRefusesNamesTheConnectorWouldNotSnapshot) {
+  create_rows_table("items", 3);
+  pg_->exec("CREATE TABLE " + table("ob") +
+            " (id uuid PRIMARY KEY, aggregateid text, aggregatetype text, payload jsonb)");
+  const std::string yaml =
+      make_config({{table("items")}, {table("ob"), {"topic: \"x.{aggregate_type}\""}}}).to_yaml();
+  auto command = [&](const std::vector<std::string>& args, const std::string& label) {
+    WalrelayProcess proc(yaml, "walrelay snapshot (" + label + ")");
+    std::vector<std::string> all = {"snapshot", "--config", proc.config_path().string()};
+    all.insert(all.end(), args.begin(), args.end());
+    proc.start(all);
+    const int rc = proc.wait_exit(30s);
+    return std::pair{rc, proc.stdout_text() + proc.stderr_text()};
+  };
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {table("nope"), table("nope") + ": no such table"},
+      {table("ob"), table("ob") + ": not a captured row-change table"},
+      {schema_ + ".none_*", schema_ + ".none_*: matches no captured row-change table"},
+  };
+  for (const auto& [name, reason] : refused) {
+    SCOPED_TRACE(name);
+    const auto [rc, out] = command({"--table", table("items"), "--table", name}, name);
+    EXPECT_EQ(rc, 2) << out;
+    EXPECT_NE(out.find(reason), std::string::npos) << out;
+    EXPECT_EQ(out.find("signal sent at LSN"), std::string::npos) << out;
+  }
+  for (const auto& name : {table("items"), schema_ + ".it*"}) {
+    const auto [rc, out] = command({"--table", name}, name);
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("signal sent"), std::string::npos) << out;
+  }
+  const auto [rc, out] = command({"--stop", "--table", table("nope")}, "stop");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("signal sent"), std::string::npos) << out;
+}
+
+// A table the role cannot SELECT: the incremental snapshot retries every second and reads it once
+// SELECT is granted; meanwhile it says so once, as an error naming the GRANT, and /ready is 503.
+TEST_F(SnapshotTest, AnIncrementalSnapshotWithoutSelectIsNotReadyAndNamesTheGrantOnce) {
+  const std::string role = name_ + "_nosel";
+  struct DropRole {
+    Pg& pg;
+    std::string role;
+    ~DropRole() {
+      try {
+        pg.exec("DROP OWNED BY " + sql_ident(role) + "; DROP ROLE " + sql_ident(role));
+      } catch (...) {
+      }
+    }
+  } drop_role{*pg_, role};
+  create_rows_table("secret", 3);
+  pg_->exec("CREATE ROLE " + sql_ident(role) + " LOGIN REPLICATION");
+  pg_->exec("GRANT USAGE ON SCHEMA " + schema_ + " TO " + sql_ident(role));
+  pg_->exec("GRANT EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) TO " +
+            sql_ident(role));
+  auto cfg = make_config({{table("secret")}});  // mode never: nothing read at start
+  cfg.conninfo += " user=" + role;
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  WalrelayProcess signal(cfg.to_yaml(), "walrelay snapshot");
+  signal.start({"snapshot", "--config", signal.config_path().string(), "--table", table("secret")});
+  ASSERT_EQ(signal.wait_exit(30s), 0) << signal.logs();
+  ASSERT_TRUE(proc.wait_for_log("Run GRANT SELECT ON \"" + schema_ + "\".\"secret\""))
+      << proc.logs();
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
+  const HttpResult ready = http_get(*port, "/ready");
+  EXPECT_EQ(ready.status, 503) << ready.body;
+  EXPECT_NE(ready.body.find("permission denied"), std::string::npos) << ready.body;
+  std::this_thread::sleep_for(3s);  // a few retries
+  const std::string log = proc.stderr_text();
+  std::size_t said = 0;
+  for (auto at = log.find("Run GRANT SELECT ON"); at != std::string::npos;
+       at = log.find("Run GRANT SELECT ON", at + 1)) {
+    ++said;
+  }
+  EXPECT_EQ(said, 1u) << log;
+  EXPECT_NE(log.find(" error incremental snapshot: cannot read " + table("secret")),
+            std::string::npos)
+      << log;
+  pg_->exec("GRANT SELECT ON " + table("secret") + " TO " + sql_ident(role));
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("secret") + " done"))
+      << proc.logs();
+  EXPECT_TRUE(wait_until([&] { return http_get(*port, "/ready").status == 200; }, 30s))
+      << http_get(*port, "/ready").body;
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(kafka_->read_all({topic("secret")}).size(), 3u);
+}
+
 TEST_F(SnapshotTest, ARowOfTheSignalTableStartsAnIncrementalSnapshot) {
   create_rows_table("items", 30);
   pg_->exec("CREATE TABLE " + table("signals") +

@@ -151,6 +151,16 @@ class EventRouter {
   /// the table does not have (empty when all exist or the shape is unknown).
   std::vector<std::string> missing_outbox_columns(std::string_view schema, std::string_view table);
 
+  /// Checks a row-change table's `key_columns` against its catalog shape: the configured key
+  /// columns the table does not have, in configuration order (empty when all exist, none are
+  /// configured, the table is not a row-change table, or its shape is unknown). route() never
+  /// keys an event of such a table by other columns: its changes are MappingErrors.
+  std::vector<std::string> missing_key_columns(std::string_view schema, std::string_view table);
+
+  /// The same for `mask_columns`: the configured mask columns the table does not have (a typo
+  /// would leave the real column unmasked). Empty as for missing_key_columns.
+  std::vector<std::string> missing_mask_columns(std::string_view schema, std::string_view table);
+
   /// How many NOT NULL numeric/float values arrived as null (NaN/Infinity under wal2json < 2.6).
   [[nodiscard]] std::uint64_t nan_as_null_count() const { return nan_as_null_; }
 

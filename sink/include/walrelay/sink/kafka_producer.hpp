@@ -143,10 +143,21 @@ inline std::size_t record_bytes(const Record& r) {
   return (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
 }
 
-/// Asks the cluster for metadata within `timeout` (a blocking probe for `walrelay check`).
-/// Returns the number of brokers, or librdkafka's error text.
-std::expected<int, std::string> probe_brokers(const config::KafkaConfig& cfg,
-                                              std::chrono::milliseconds timeout);
+/// Why probe_brokers failed.
+struct ProbeError {
+  /// The configuration itself: a property librdkafka rejects (each named as
+  /// `kafka.properties.<name>: <reason>`, one a line) or a producer librdkafka cannot create
+  /// from them; `run` exits 2 (ExitCode::kConfigError) on the same. False: the cluster did not
+  /// answer within the timeout.
+  bool config = false;
+  std::string message;  ///< librdkafka's error text (secrets redacted)
+};
+
+/// Asks the cluster for metadata within `timeout` (a blocking probe for `walrelay check`), with
+/// the producer configuration `run` uses (walrelay's defaults overlaid by `cfg.properties`).
+/// Returns the number of brokers, or a ProbeError.
+std::expected<int, ProbeError> probe_brokers(const config::KafkaConfig& cfg,
+                                             std::chrono::milliseconds timeout);
 
 /// The effective librdkafka configuration: walrelay's defaults overlaid by `cfg.properties`.
 std::map<std::string, std::string> effective_producer_properties(const config::KafkaConfig& cfg,
