@@ -404,9 +404,13 @@ Connector::Outcome Connector::prepare() {
     // in-flight bounds at once: it is created only once Kafka answers. Not answering is an outage
     // like any (retried with backoff, never an exit): `check` says the same.
     if (auto brokers = sink::probe_brokers(cfg_.kafka, kKafkaProbeTimeout); !brokers) {
+      if (brokers.error().config) {  // as the producer's own creation would report it
+        reason_ = brokers.error().message;
+        return fatal(ExitCode::kConfigError);
+      }
       reason_ = "Kafka does not answer at kafka.bootstrap_servers " + cfg_.kafka.bootstrap_servers +
                 " within " + std::to_string(kKafkaProbeTimeout.count() / 1000) + " s (" +
-                brokers.error() + "): slot " + slot + " is not created until it does";
+                brokers.error().message + "): slot " + slot + " is not created until it does";
       return Outcome::kRetry;
     }
     // With an initial snapshot the slot exports its snapshot: the tables are read at exactly
