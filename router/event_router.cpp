@@ -554,42 +554,44 @@ std::optional<std::string> EventRouter::outbox_event_id(const decoder::Change& c
   return id;
 }
 
+namespace {
+
+// The names of `wanted` that `shape` has no column of, in their order.
+std::vector<std::string> absent_columns(const TableSchema& shape,
+                                        const std::vector<std::string>& wanted) {
+  std::vector<std::string> missing;
+  for (const auto& w : wanted) {
+    if (shape.column(w) == nullptr) missing.push_back(w);
+  }
+  return missing;
+}
+
+}  // namespace
+
 std::vector<std::string> EventRouter::missing_outbox_columns(std::string_view schema,
                                                              std::string_view table) {
-  std::vector<std::string> missing;
   const Rule& rule = rule_for(schema, table);
-  if (rule.role != TableRole::kOutbox || rule.schema == nullptr) return missing;
+  if (rule.role != TableRole::kOutbox || rule.schema == nullptr) return {};
   const config::OutboxConfig& ob = *rule.outbox;
   std::vector<std::string> wanted = {ob.event_id, ob.aggregate_id, ob.aggregate_type, ob.payload};
   if (ob.event_type) wanted.push_back(*ob.event_type);
   if (ob.timestamp) wanted.push_back(*ob.timestamp);
   for (const auto& a : ob.additional) wanted.push_back(a.column);
-  for (const auto& w : wanted) {
-    if (rule.schema->column(w) == nullptr) missing.push_back(w);
-  }
-  return missing;
+  return absent_columns(*rule.schema, wanted);
 }
 
 std::vector<std::string> EventRouter::missing_key_columns(std::string_view schema,
                                                           std::string_view table) {
-  std::vector<std::string> missing;
   const Rule& rule = rule_for(schema, table);
-  if (rule.role != TableRole::kRowChange || rule.schema == nullptr) return missing;
-  for (const auto& k : rule.key_columns) {
-    if (rule.schema->column(k) == nullptr) missing.push_back(k);
-  }
-  return missing;
+  if (rule.role != TableRole::kRowChange || rule.schema == nullptr) return {};
+  return absent_columns(*rule.schema, rule.key_columns);
 }
 
 std::vector<std::string> EventRouter::missing_mask_columns(std::string_view schema,
                                                            std::string_view table) {
-  std::vector<std::string> missing;
   const Rule& rule = rule_for(schema, table);
-  if (rule.role != TableRole::kRowChange || rule.schema == nullptr) return missing;
-  for (const auto& m : rule.mask) {
-    if (rule.schema->column(m) == nullptr) missing.push_back(m);
-  }
-  return missing;
+  if (rule.role != TableRole::kRowChange || rule.schema == nullptr) return {};
+  return absent_columns(*rule.schema, rule.mask);
 }
 
 std::string EventRouter::topic_of(std::string_view schema, std::string_view table) {

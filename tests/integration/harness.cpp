@@ -219,6 +219,17 @@ std::string sql_ident(std::string_view text) {
   return out;
 }
 
+ScopedRole::ScopedRole(Pg& pg, std::string name) : pg_(pg), name_(std::move(name)) {
+  pg_.exec("CREATE ROLE " + sql_ident(name_) + " LOGIN REPLICATION");
+}
+
+ScopedRole::~ScopedRole() {
+  try {
+    pg_.exec("DROP OWNED BY " + sql_ident(name_) + "; DROP ROLE " + sql_ident(name_));
+  } catch (...) {
+  }
+}
+
 std::optional<SlotState> slot_state(Pg& pg, const std::string& slot) {
   auto rows = pg.query(
       "SELECT active::text, confirmed_flush_lsn::text FROM pg_replication_slots "

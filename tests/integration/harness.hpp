@@ -103,6 +103,20 @@ std::string sql_literal(std::string_view text);
 /// `"text"` with quotes doubled: a SQL identifier.
 std::string sql_ident(std::string_view text);
 
+/// A login role with REPLICATION made for one test (CREATE ROLE now), dropped with everything it
+/// owns when the scope ends (errors ignored there).
+class ScopedRole {
+ public:
+  ScopedRole(Pg& pg, std::string name);
+  ~ScopedRole();
+  ScopedRole(const ScopedRole&) = delete;
+  ScopedRole& operator=(const ScopedRole&) = delete;
+
+ private:
+  Pg& pg_;
+  std::string name_;
+};
+
 /// The slot row of pg_replication_slots, nullopt when the slot does not exist.
 struct SlotState {
   bool active = false;

@@ -165,17 +165,7 @@ TEST_F(PreflightTest, KafkaPropertyLibrdkafkaRejectsIsExit2ForBoth) {
 // configuration), unless snapshot.mode is never.
 TEST_F(PreflightTest, CheckFailsWithoutSelectOnATableTheSnapshotReads) {
   const std::string role = name_ + "_nosel";
-  struct DropRole {
-    Pg& pg;
-    std::string role;
-    ~DropRole() {
-      try {
-        pg.exec("DROP OWNED BY " + sql_ident(role) + "; DROP ROLE " + sql_ident(role));
-      } catch (...) {
-      }
-    }
-  } drop_role{*pg_, role};
-  pg_->exec("CREATE ROLE " + sql_ident(role) + " LOGIN REPLICATION");
+  const ScopedRole scoped_role(*pg_, role);
   pg_->exec("CREATE TABLE " + table("granted") + " (id int PRIMARY KEY)");
   pg_->exec("CREATE TABLE " + table("secret") + " (id int PRIMARY KEY)");
   pg_->exec("GRANT USAGE ON SCHEMA " + schema_ + " TO " + sql_ident(role));

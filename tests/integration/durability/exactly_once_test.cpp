@@ -418,12 +418,14 @@ TEST_F(ExactlyOnceTest, ASessionStartingWithKafkaDownLeavesTheEventLoopResponsiv
 // walrelay at once, gracefully (exit 0): nothing was published or confirmed by that session.
 TEST_F(ExactlyOnceTest, SigtermWhileASessionStartsWithKafkaDownStopsAtOnce) {
   WalrelayProcess proc(config(), "walrelay (exactly once, SIGTERM while a session starts)");
+  // The slot first (walrelay creates no slot while Kafka does not answer).
+  start_streaming(proc, name_);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
   {
     KafkaOutage kafka_outage;  // whatever happens, the broker runs again at the end
     ASSERT_EQ(kafka_outage.stop(), 0);
     proc.start();
     ASSERT_TRUE(proc.wait_for_log("init_transactions has not completed after", 60s)) << proc.logs();
-    // The slot exists by now (created before the Kafka transactions are initialised).
     pg_->exec("INSERT INTO " + table("t") + " SELECT g, 1 FROM generate_series(1, 500) g");
     const auto signalled = Clock::now();
     EXPECT_EQ(proc.stop(SIGTERM, 10s), 0) << proc.logs();

@@ -723,17 +723,7 @@ TEST_F(SnapshotTest, InitialOnlyReadsATableRewrittenDuringTheSnapshotWhole) {
 // reports it and retries, and reads every row once the role may.
 TEST_F(SnapshotTest, RowLevelSecurityNeverHidesRowsFromTheSnapshot) {
   const std::string role = name_ + "_rls";
-  struct DropRole {
-    Pg& pg;
-    std::string role;
-    ~DropRole() {
-      try {
-        pg.exec("DROP OWNED BY " + sql_ident(role) + "; DROP ROLE " + sql_ident(role));
-      } catch (...) {
-      }
-    }
-  } drop_role{*pg_, role};
-  pg_->exec("CREATE ROLE " + sql_ident(role) + " LOGIN REPLICATION");
+  const ScopedRole scoped_role(*pg_, role);
   pg_->exec("CREATE TABLE " + table("tenants") + " (id int PRIMARY KEY, tenant text, v int)");
   pg_->exec(
       "INSERT INTO " + table("tenants") +
@@ -1038,18 +1028,8 @@ TEST_F(SnapshotTest, TheSnapshotCommandRefusesNamesTheConnectorWouldNotSnapshot)
 // SELECT is granted; meanwhile it says so once, as an error naming the GRANT, and /ready is 503.
 TEST_F(SnapshotTest, AnIncrementalSnapshotWithoutSelectIsNotReadyAndNamesTheGrantOnce) {
   const std::string role = name_ + "_nosel";
-  struct DropRole {
-    Pg& pg;
-    std::string role;
-    ~DropRole() {
-      try {
-        pg.exec("DROP OWNED BY " + sql_ident(role) + "; DROP ROLE " + sql_ident(role));
-      } catch (...) {
-      }
-    }
-  } drop_role{*pg_, role};
+  const ScopedRole scoped_role(*pg_, role);
   create_rows_table("secret", 3);
-  pg_->exec("CREATE ROLE " + sql_ident(role) + " LOGIN REPLICATION");
   pg_->exec("GRANT USAGE ON SCHEMA " + schema_ + " TO " + sql_ident(role));
   pg_->exec("GRANT EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) TO " +
             sql_ident(role));
