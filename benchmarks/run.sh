@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One command per comparison (issue "Performance"):
-#   benchmarks/run.sh ceiling|mock|kafka|debezium|latency|memory|snapshot [--rows N]
+#   benchmarks/run.sh ceiling|mock|kafka|debezium|latency|memory|snapshot|backlog-snapshot [--rows N]
 #                     [--transport tcp|unix] [--workloads narrow,mixed,outbox,bigtxn] [--repeat N]
 # Prints a table and writes JSON to benchmarks/results/; benchmarks/chart.sh turns the JSON into
 # PNG charts. `benchmarks/run.sh --help` lists every option. Builds the release preset with the

@@ -13,9 +13,10 @@ run ceiling --rows 2000 --workloads narrow
 run mock --rows 5000 --workloads narrow,mixed,outbox,bigtxn --transport unix
 run kafka --rows 5000 --workloads narrow
 run snapshot --rows 5000 --broker mock
+run backlog-snapshot --rows 5000 --workloads narrow --broker mock
 run latency --rates 200 --commits-per-second 200 --seconds 2 --delivery exactly_once
 run memory --rows 5000 --idle-seconds 1 --broker mock
 run debezium --rows 2000 --workloads narrow
 n=$(find "$out" -name '*.json' | wc -l)
-[[ $n == 7 ]] || { echo "smoke: expected 7 result files, found $n" >&2; exit 1; }
+[[ $n == 8 ]] || { echo "smoke: expected 8 result files, found $n" >&2; exit 1; }
 echo "benchmark harness smoke run: ok ($n result files)"

@@ -27,6 +27,7 @@ constexpr std::string_view kMissing = "required key is missing";
 /// PostgreSQL's NAMEDATALEN - 1: longer slot names are rejected by CREATE_REPLICATION_SLOT.
 constexpr std::size_t kMaxSlotName = 63;
 constexpr std::size_t kMaxChunkSize = 1'000'000;  // snapshot.chunk_size
+constexpr std::size_t kMinWindowKeys = 1024;      // snapshot.max_window_keys
 
 /// Status updates also carry the flush LSN; more than an hour between them keeps WAL retained on
 /// the primary for no benefit.
@@ -544,6 +545,17 @@ class Loader {
                             " rows (a chunk is held in memory while it is published)");
              } else {
                sc.chunk_size = *n;
+             }
+           }
+         }},
+        {"max_window_keys",
+         [&](const YAML::Node& v, const std::string& p) {
+           if (auto n = positive_int(v, p)) {
+             if (*n < kMinWindowKeys) {
+               error(p, "at least " + std::to_string(kMinWindowKeys) +
+                            " (a smaller bound has chunks of a busy table read again and again)");
+             } else {
+               sc.max_window_keys = *n;
              }
            }
          }},

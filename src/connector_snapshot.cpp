@@ -361,8 +361,9 @@ void Connector::start_incremental() {
   if (*loaded && (*loaded)->slot == slot) progress = std::move(**loaded);
   progress.slot = slot;
   snapshot::IncrementalSnapshot::Settings settings{
-      cfg_.source.conninfo, "walrelay-snapshot-" + cfg_.name, cfg_.snapshot.chunk_size,
-      transcoder_.mode() == decoder::TranscodeMode::kValidate, cfg_.snapshot.row_security};
+      cfg_.source.conninfo,       "walrelay-snapshot-" + cfg_.name,
+      cfg_.snapshot.chunk_size,   transcoder_.mode() == decoder::TranscodeMode::kValidate,
+      cfg_.snapshot.row_security, cfg_.snapshot.max_window_keys};
   // Each chunk reads its table's shape on the catalog's non-blocking connection.
   auto read_shape = [this](const std::string& schema, const std::string& table,
                            std::function<void(const router::TableSchema*)> done) {

@@ -4,8 +4,14 @@ Modes (each prints a table and writes JSON to --out, default benchmarks/results/
   ceiling   PostgreSQL's own decode rate (pg_recvlogical to /dev/null): wal2json with walrelay's
             options, and pgoutput (Debezium's plugin) for the same WAL
   mock      walrelay to a librdkafka mock cluster in another process (benchmarks/mock_broker)
-            against the wal2json ceiling of the same WAL, same transport, same run
+            against the wal2json ceiling of the same WAL, same transport, same run; stream only
+            (snapshot.mode never: its slot exists before the workload, so it would otherwise
+            read the table by an incremental snapshot too)
   kafka     the same, to the local single-node Kafka
+  backlog-snapshot
+            the stream modes' workload as a backlog while walrelay reads the same table by an
+            incremental snapshot (the slot existed first; walrelay's defaults): peak RSS and CPU
+            through the backlog, and until the snapshot is done (--broker mock|kafka)
   debezium  walrelay and Debezium 3.6.1 (Kafka Connect standalone, pgoutput, JsonConverter without
             schemas, no snapshot) on the same WAL and broker, with both ceilings
   latency   commits at fixed rates (--rates, rows/s; --commits-per-second, default 100) for
@@ -126,16 +132,24 @@ def one_stream_run(args, svc: Services, wname: str, rep: int) -> dict:
                               [("proto_version", "1"), ("publication_names", f"{prefix}_pub")])
             row["pgoutput_ceiling_eps"] = round(events / pgo.wall_s)
 
-        if args.mode == "mock":
+        if args.mode == "mock" or (args.mode == "backlog-snapshot" and args.broker == "mock"):
             mock = MockBroker(args.mock_broker, [])
             bootstrap = mock.bootstrap
         else:
             bootstrap = svc.kafka
         cfg = work / "walrelay.yaml"
+        extra = "events:\n  value_format: debezium\n" if with_dbz else ""
+        if args.mode == "backlog-snapshot":
+            cfg.write_text(walrelay_yaml(prefix, svc.conninfo_for(args.transport), bootstrap,
+                                         walrelay_table_yaml(w, prefix), work, extra,
+                                         tuned=args.tuned))
+            row.update(backlog_snapshot_run(args, svc, cfg, prefix, table, end_lsn, work, events))
+            return row
+        # Stream only: the slot exists before the workload, which walrelay would otherwise take
+        # as a slot owing its initial snapshot (an incremental one, of the same rows).
         cfg.write_text(walrelay_yaml(prefix, svc.conninfo_for(args.transport), bootstrap,
                                      walrelay_table_yaml(w, prefix), work,
-                                     "events:\n  value_format: debezium\n" if with_dbz else "",
-                                     tuned=args.tuned))
+                                     extra + "snapshot:\n  mode: never\n", tuned=args.tuned))
         u = run_walrelay_until(args, svc, cfg, f"{prefix}_wr", end_lsn, work)
         row.update(walrelay_eps=round(events / u.wall_s), walrelay_cpu_us_per_event=round(
             1e6 * u.cpu_s / events, 2), walrelay_peak_rss_mb=round(u.peak_rss_mb, 1),
@@ -159,6 +173,38 @@ def one_stream_run(args, svc: Services, wname: str, rep: int) -> dict:
         if with_dbz:
             svc.sql(f"DROP PUBLICATION IF EXISTS {prefix}_pub")
         svc.sql(f"DROP TABLE IF EXISTS {table}")
+
+
+def backlog_snapshot_run(args, svc: Services, cfg: Path, prefix: str, table: str, end_lsn: str,
+                         work: Path, events: int) -> dict:
+    """walrelay through a backlog of `events` changes while an incremental snapshot reads the
+    same table (its slot existed before walrelay): usage when the stream has confirmed the
+    backlog, and when the snapshot is done (every chunk confirmed)."""
+    slot = f"{prefix}_wr"
+    log = work / "walrelay.log"
+    t0 = time.monotonic()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(shlex.split(os.environ.get("BENCH_WRAP", "")) +
+                                [str(args.walrelay), "run", "--config", str(cfg)], stdout=out,
+                                stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: confirmed_at_least(svc, slot, end_lsn), proc, args.timeout,
+                 "walrelay to confirm the backlog", log, 0.05)
+        backlog_s = time.monotonic() - t0
+        at_backlog = read_usage(proc.pid, per_thread=True)
+        wait_for(lambda: f"incremental snapshot: public.{table} done" in log.read_text(), proc,
+                 args.timeout, "the incremental snapshot to be done", log, 0.1)
+        done_s = time.monotonic() - t0
+        at_done = read_usage(proc.pid, per_thread=True)
+    finally:
+        stop(proc)
+    if "existed before walrelay" not in log.read_text():
+        raise BenchError("walrelay took no incremental snapshot during the backlog")
+    return {"backlog_s": round(backlog_s, 2), "snapshot_done_s": round(done_s, 2),
+            "peak_rss_mb_through_backlog": round(at_backlog.peak_rss_mb, 1),
+            "peak_rss_mb_until_done": round(at_done.peak_rss_mb, 1),
+            "cpu_us_per_record": round(1e6 * at_done.cpu_s / (2 * events), 2),
+            "walrelay_threads_cpu_s": {k: round(v, 2) for k, v in at_done.threads.items()}}
 
 
 # -------------------------------------------------------------------------------------- latency
@@ -415,14 +461,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(prog="benchmarks/run.sh", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=["ceiling", "mock", "kafka", "debezium", "latency", "memory",
-                                     "snapshot"])
+                                     "snapshot", "backlog-snapshot"])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--workloads", default="narrow,mixed,outbox",
                     help="comma list of narrow, mixed, outbox, bigtxn")
     ap.add_argument("--transport", choices=["tcp", "unix"], default="tcp")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--broker", choices=["mock", "kafka"], default="mock",
-                    help="memory and snapshot modes")
+                    help="memory, snapshot and backlog-snapshot modes")
     ap.add_argument("--debezium", action="store_true", help="snapshot mode: Debezium too")
     ap.add_argument("--max-in-flight-events", help="kafka.max_in_flight_events (default: walrelay's)")
     ap.add_argument("--max-in-flight-bytes", help="kafka.max_in_flight_bytes, e.g. 32MiB")
@@ -458,7 +504,7 @@ def main() -> int:
                                      capture_output=True, text=True).stdout.strip(),
             "kafka_properties": KAFKA_TUNING if args.tuned else "walrelay's defaults", "options": {k: str(v) for k, v in vars(args).items()}}
     try:
-        if args.mode in ("ceiling", "mock", "kafka", "debezium"):
+        if args.mode in ("ceiling", "mock", "kafka", "debezium", "backlog-snapshot"):
             raw = []
             for wname in args.workloads.split(","):
                 for rep in range(args.repeat):
@@ -469,6 +515,15 @@ def main() -> int:
                     print(f"  {wname} #{rep + 1}: {raw[-1]}", file=sys.stderr)
             fields = ["wal2json_ceiling_eps", "walrelay_eps", "ratio_to_wal2json_ceiling",
                       "walrelay_cpu_us_per_event", "walrelay_peak_rss_mb"]
+            if args.mode in ("mock", "kafka", "debezium"):
+                print("stream only (snapshot.mode: never): every figure is of streamed events")
+            if args.mode == "backlog-snapshot":
+                fields = ["wal2json_ceiling_eps", "backlog_s", "snapshot_done_s",
+                          "peak_rss_mb_through_backlog", "peak_rss_mb_until_done",
+                          "cpu_us_per_record"]
+                print("a backlog of the workload while an incremental snapshot reads the same "
+                      "table (walrelay's defaults); cpu_us_per_record: over streamed + snapshot "
+                      "records")
             if args.mode == "debezium":
                 fields += ["pgoutput_ceiling_eps", "debezium_eps_first_to_last",
                            "debezium_eps_from_start", "walrelay_over_debezium_warm",

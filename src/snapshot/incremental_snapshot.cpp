@@ -98,12 +98,26 @@ bool IncrementalSnapshot::superseded(const std::string& key) const {
   auto it = pre_window_keys_.find(key);
   if (it == pre_window_keys_.end()) return false;
   // Changed before the low watermark by a transaction the chunk's snapshot did not see: still
-  // running for it (in xip) or started after it (xid >= xmax, in modulo-2^32 xid order).
-  for (std::uint32_t xid : it->second) {
-    if (static_cast<std::int32_t>(xid - snap_xmax_) >= 0) return true;
-    if (std::find(snap_xip_.begin(), snap_xip_.end(), xid) != snap_xip_.end()) return true;
-  }
-  return false;
+  // running for it (in xip) or started after it (xid >= xmax).
+  return std::any_of(it->second.begin(), it->second.end(),
+                     [&](std::uint32_t xid) { return !seen_by_snapshot(xid); });
+}
+
+bool IncrementalSnapshot::seen_by_snapshot(std::uint32_t xid) const {
+  if (static_cast<std::int32_t>(xid - snap_xmax_) >= 0) return false;
+  return std::find(snap_xip_.begin(), snap_xip_.end(), xid) == snap_xip_.end();
+}
+
+void IncrementalSnapshot::bound_window() {
+  const std::size_t held = window_keys_.size() + pre_window_keys_.size();
+  if (held <= settings_.max_window_keys) return;
+  const TableProgress& t = progress_.tables[table_];
+  // Nothing of the chunk was published: reading it again (under new watermarks) loses nothing.
+  abandon_chunk();
+  retry_later("the chunk of " + t.schema + "." + t.table + " would keep more than " +
+              std::to_string(settings_.max_window_keys) +
+              " streamed keys (snapshot.max_window_keys) until its high watermark; it is read "
+              "again");
 }
 
 void IncrementalSnapshot::sample_rate() {
@@ -217,6 +231,13 @@ void IncrementalSnapshot::abandon_chunk() {
   window_open_ = false;
   chunk_id_.clear();
   rows_.clear();
+  release_window();
+}
+
+void IncrementalSnapshot::release_window() {
+  // Swapped out rather than cleared: a window that held many keys gives its buckets back too.
+  std::unordered_set<std::string>().swap(window_keys_);
+  std::unordered_map<std::string, std::vector<std::uint32_t>>().swap(pre_window_keys_);
 }
 
 void IncrementalSnapshot::forget_pending(std::size_t table) {
@@ -263,6 +284,7 @@ void IncrementalSnapshot::retry_later(const std::string& why, bool quiet) {
   phase_ = Phase::kIdle;
   window_open_ = false;
   chunk_id_.clear();
+  release_window();
   retry_timer_.expires_after(std::chrono::seconds(1));
   retry_timer_.async_wait([this, alive = std::weak_ptr<int>(alive_)](auto ec) {
     if (!ec && !alive.expired()) kick();
@@ -292,6 +314,7 @@ void IncrementalSnapshot::start_chunk() {
   window_open_ = false;
   window_keys_.clear();
   pre_window_keys_.clear();
+  snapshot_known_ = false;
   truncated_ = false;
   rows_.clear();
   // The table's current shape, read again for every chunk: columns added since the last chunk
@@ -450,6 +473,14 @@ void IncrementalSnapshot::on_snapshot(AsyncPgConnection::Result snap) {
       at = comma + 1;
     }
   }
+  // From here on only the keys of transactions the snapshot did not see are kept from before the
+  // low watermark (the rest are older than the chunk's rows): while the stream drains a backlog,
+  // that is none of the backlog's.
+  snapshot_known_ = true;
+  std::erase_if(pre_window_keys_, [&](const auto& entry) {
+    return std::all_of(entry.second.begin(), entry.second.end(),
+                       [&](std::uint32_t xid) { return seen_by_snapshot(xid); });
+  });
   // Ends the chunk's transaction (its answer is not needed: the high watermark follows it on the
   // same connection, and a read-only transaction has nothing to commit).
   conn_->query("COMMIT", {}, [](const AsyncPgConnection::Result&) {});
@@ -461,14 +492,21 @@ void IncrementalSnapshot::on_snapshot(AsyncPgConnection::Result snap) {
 
 void IncrementalSnapshot::on_streamed(std::span<const Record> records, std::uint64_t xid) {
   if (phase_ == Phase::kIdle) return;
+  const auto xid32 = static_cast<std::uint32_t>(xid);
+  bool kept = false;
   for (const Record& r : records) {
     if (!r.key || r.topic != topic_) continue;
     if (window_open_) {
       window_keys_.insert(window_key(r.topic, *r.key));
+    } else if (!snapshot_known_ || !seen_by_snapshot(xid32)) {
+      auto& xids = pre_window_keys_[window_key(r.topic, *r.key)];
+      if (xids.empty() || xids.back() != xid32) xids.push_back(xid32);
     } else {
-      pre_window_keys_[window_key(r.topic, *r.key)].push_back(static_cast<std::uint32_t>(xid));
+      continue;
     }
+    kept = true;
   }
+  if (kept) bound_window();
 }
 
 std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_watermark(

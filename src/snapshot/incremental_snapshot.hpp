@@ -46,8 +46,13 @@ namespace walrelay::snapshot {
 /// once the one before it has completed, so a chunk that waits (on a lock, say) never delays the
 /// stream, its delivery reports or standby status updates.
 ///
-/// Memory: one chunk of rows and the keys streamed during one window. Owned by the connector;
-/// every call on the io_context thread.
+/// Memory: one chunk of rows and the keys that can still supersede one of its rows, at most
+/// `Settings::max_window_keys` of them. While the stream is behind (a backlog: the watermarks
+/// are written at the head of the WAL), every streamed change before the low watermark belongs to
+/// a transaction the chunk's snapshot saw, whose key is therefore not kept once the snapshot is
+/// known; a chunk whose window would hold more keys is dropped and read again a second later
+/// (nothing is lost: its rows were not published). Owned by the connector; every call on the
+/// io_context thread.
 class IncrementalSnapshot {
  public:
   static constexpr const char* kWatermarkPrefix = "walrelay-watermark";
@@ -61,6 +66,10 @@ class IncrementalSnapshot {
     /// snapshot.row_security: read with row-level security policies applied (default: off, a
     /// policy that would hide rows is an error).
     bool row_security = false;
+    /// snapshot.max_window_keys: streamed keys a chunk keeps to drop its superseded rows (those
+    /// before its low watermark of transactions its snapshot did not see, and every one between
+    /// its watermarks). A chunk that would keep more is read again (retried in 1 s).
+    std::size_t max_window_keys = 65536;
   };
 
   /// Reads `schema.table`'s current shape without blocking and calls the callback on the
@@ -165,6 +174,12 @@ class IncrementalSnapshot {
   }
   /// Whether the stream already carried a state of `key` newer than the chunk's snapshot.
   [[nodiscard]] bool superseded(const std::string& key) const;
+  /// Whether transaction `xid` (32-bit, modulo-2^32 order) committed before the chunk's snapshot
+  /// was taken, as far as that snapshot says (PostgreSQL docs §9.27.5, pg_current_snapshot():
+  /// visible when below xmax and not in xip). Only meaningful once snapshot_known_.
+  [[nodiscard]] bool seen_by_snapshot(std::uint32_t xid) const;
+  /// Drops the chunk when its window holds more than max_window_keys keys (retried later).
+  void bound_window();
   void on_rows(AsyncPgConnection::Result result);
   /// The chunk's snapshot (pg_current_snapshot() text) read: commits and writes the high mark.
   void on_snapshot(AsyncPgConnection::Result snap);
@@ -177,6 +192,8 @@ class IncrementalSnapshot {
   void forget_pending(std::size_t table);
   /// Drops the chunk in progress (stopped, or its table starts over).
   void abandon_chunk();
+  /// Frees the streamed keys kept for the chunk in progress.
+  void release_window();
   /// The chunk connection (created, connecting lazily, when there is none); nullptr (retrying
   /// later) when the conninfo cannot be parsed.
   AsyncPgConnection* connection();
@@ -216,6 +233,7 @@ class IncrementalSnapshot {
   // The chunk's snapshot (pg_current_snapshot() in the SELECT's transaction), 32-bit xids.
   std::uint32_t snap_xmax_ = 0;
   std::vector<std::uint32_t> snap_xip_;
+  bool snapshot_known_ = false;  // snap_xmax_/snap_xip_ are the current chunk's
   std::uint64_t superseded_ = 0;
   bool truncated_ = false;  // the chunk's table was truncated while the chunk was in progress
                             // rows of the current table dropped for a streamed change

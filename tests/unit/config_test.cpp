@@ -1487,7 +1487,19 @@ TEST(ConfigSnapshot, DefaultsAreAnInitialSnapshotInChunksOf8192) {
   EXPECT_EQ(r.config->snapshot.mode, "initial");
   EXPECT_EQ(r.config->snapshot.chunk_size, 8192u);
   EXPECT_EQ(r.config->snapshot.parallelism, 1u);
+  EXPECT_EQ(r.config->snapshot.max_window_keys, 65536u);
   EXPECT_FALSE(r.config->snapshot.row_security);
+}
+
+TEST(ConfigSnapshot, MaxWindowKeysIsAtLeast1024) {
+  auto r = load_with("snapshot:\n  max_window_keys: 4096\n");
+  ASSERT_TRUE(r.config);
+  EXPECT_EQ(r.config->snapshot.max_window_keys, 4096u);
+  for (const char* bad : {"0", "1023", "-5", "many"}) {
+    auto b = load_with(std::string("snapshot:\n  max_window_keys: ") + bad + "\n");
+    EXPECT_FALSE(b.config) << bad;
+    EXPECT_TRUE(has_error(b, "snapshot.max_window_keys")) << bad;
+  }
 }
 
 TEST(ConfigSnapshot, EveryKeyIsReadAndMistakesNameTheKey) {

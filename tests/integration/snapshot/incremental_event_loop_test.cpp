@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -165,6 +166,72 @@ TEST_F(IncrementalEventLoopTest, AChunkWaitingForItsTablesShapeDoesNotHoldUpAckn
 
 TEST_F(IncrementalEventLoopTest, AWatermarkWaitingForItsCommitDoesNotHoldUpAcknowledgements) {
   a_waiting_chunk_does_not_hold_up_the_stream(Blocker::kWatermarkCommit);
+}
+
+// snapshot.max_window_keys bounds what a chunk keeps of the stream (issue 19): a chunk that
+// waits for its table's shape (pg_namespace locked) while 2,000 rows of its table are streamed
+// would keep their keys until its high watermark; with a bound of 1,024 it is dropped and read
+// again (logged, naming the setting), and once the lock is gone every row arrives: those of the
+// table before the snapshot and the 2,001 streamed, each as a read (and a create), none lost.
+// The lock is on this test's database catalog: the suite runs alone (RUN_SERIAL).
+TEST_F(IncrementalEventLoopTest, AChunkThatWouldKeepMoreThanMaxWindowKeysIsReadAgainLosingNothing) {
+  constexpr int kRows = 40;
+  constexpr int kStreamed = 2000;
+  pg_->exec("CREATE TABLE " + table("busy") + " (id int PRIMARY KEY, v text)");
+  pg_->exec("INSERT INTO " + table("busy") + " SELECT g, 'row ' || g FROM generate_series(1, " +
+            std::to_string(kRows) + ") g");
+  auto cfg = make_config({{table("busy")}});
+  cfg.snapshot_lines = "  chunk_size: 500\n  max_window_keys: 1024\n";
+  cfg.extra_yaml = "heartbeat:\n  enabled: false\n";
+  WalrelayProcess proc(cfg.to_yaml());
+  start_streaming(proc, name_);
+  pg_->exec("UPDATE " + table("busy") + " SET v = v WHERE id = 1");  // in walrelay's cache
+  ASSERT_EQ(kafka_->read_at_least({topic("busy")}, 1).size(), 1u) << proc.logs();
+  Pg writer(env_.pg_conninfo);
+  writer.exec("SELECT count(*) FROM " + table("busy"));
+  writer.exec("SELECT pg_logical_emit_message(true, 'walrelay-test', 'warm-up')");
+  // The streamed INSERT's every catalog lookup is cached before pg_namespace is locked.
+  const auto insert = [&](int from, int to) {
+    writer.exec("INSERT INTO " + table("busy") + " SELECT g, 'streamed ' || g FROM " +
+                "generate_series(" + std::to_string(from) + ", " + std::to_string(to) + ") g");
+  };
+  insert(kRows + 1, kRows + 1);
+  const std::string waiting =
+      waiting_sessions_sql("walrelay-catalog-" + name_, "wait_event_type = 'Lock'");
+  Pg observer(env_.pg_conninfo);
+  ASSERT_EQ(observer.value(waiting), "0");
+
+  Pg locker(env_.pg_conninfo);
+  hold_exclusive_lock(locker, "pg_catalog.pg_namespace");
+  writer.exec("SELECT pg_logical_emit_message(true, 'walrelay-signal', " +
+              sql_literal("{\"type\":\"execute-snapshot\",\"data\":{\"data-collections\":[\"" +
+                          table("busy") + "\"],\"type\":\"incremental\"}}") +
+              ")");
+  ASSERT_TRUE(wait_for_waiting_session(observer, waiting, 30s))
+      << "walrelay's catalog session never waited\n"
+      << proc.logs();
+  insert(kRows + 2, kRows + 1 + kStreamed);
+  EXPECT_TRUE(proc.wait_for_log("(snapshot.max_window_keys)", 60s)) << proc.logs();
+  locker.exec("COMMIT");
+
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("busy") + " done", 120s))
+      << proc.logs();
+  // The warm-up u, the streamed c's (and the warm-up's), a read of every row.
+  const std::size_t expected = 1 + (1 + kStreamed) + (kRows + 1 + kStreamed);
+  auto records = kafka_->read_at_least({topic("busy")}, expected, 60s);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  std::set<std::string> read_keys;
+  std::size_t creates = 0;
+  for (const auto& r : records) {
+    if (!r.value || !r.key) continue;
+    const std::string op = json_string_at(*r.value, "/op");
+    if (op == "r") read_keys.insert(json_at(*r.key, "/id"));
+    if (op == "c") ++creates;
+  }
+  EXPECT_EQ(creates, static_cast<std::size_t>(1 + kStreamed)) << describe(records);
+  EXPECT_EQ(read_keys.size(), static_cast<std::size_t>(kRows + 1 + kStreamed))
+      << "rows of the table never read\n"
+      << proc.logs();
 }
 
 }  // namespace

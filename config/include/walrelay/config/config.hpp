@@ -188,6 +188,10 @@ struct SnapshotConfig {
   std::string mode = "initial";
   std::size_t chunk_size = 8192;  ///< rows per chunk (keyset pagination on the table's key)
   std::size_t parallelism = 1;    ///< tables read at once, one connection each
+  /// Streamed keys an incremental snapshot's chunk may keep to drop rows the stream superseded
+  /// (README "Incremental snapshots"); a chunk that would keep more is read again. Bounds its
+  /// memory whatever the backlog.
+  std::size_t max_window_keys = 65536;
   /// Tables captured by `tables` that the slot's snapshots never read (added to the configuration
   /// later): "incremental" reads them while streaming (default), "never" leaves them.
   std::string new_tables = "incremental";
