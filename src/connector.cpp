@@ -148,7 +148,6 @@ void Connector::create_producer() {
   eos_attach_publisher();
   producer_->start();
   stale_in_flight_ = 0;  // a new producer: nothing of the old one will report
-  last_published_ = {};  // its topic names are freed with the old producer
 }
 
 void Connector::start_session() {
@@ -833,41 +832,8 @@ void Connector::on_delivery(const sink::DeliveryReport& r) {
   const std::uint64_t seq = r.opaque & kSeqMask;
   const std::uint64_t epoch = (r.opaque >> 48) & kEpochMask;
   const bool dead_letter = (r.opaque & kDeadLetterBit) != 0;
-  if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    // What reached Kafka, whichever session published it (the metrics count records acknowledged).
-    // op: a row change's envelope op (its last "op" field, near the end), "tombstone" for a null
-    // value, "" for outbox events and dead-letter records.
-    std::string_view op;
-    if (!r.has_value) {
-      op = "tombstone";
-    } else if (r.value.size() > 2 && r.value.back() == '}') {
-      const std::string_view tail = r.value.substr(r.value.size() > 160 ? r.value.size() - 160 : 0);
-      if (const auto at = tail.rfind("\"op\":\"");
-          at != std::string_view::npos && at + 7 < tail.size()) {
-        op = tail.substr(at + 6, 1);
-      }
-    }
-    // Consecutive reports mostly share topic and op: the topic's name pointer is librdkafka's,
-    // stable per topic handle, and map nodes never move, so the last counter is reused.
-    if (r.topic.data() != last_published_.topic || op != last_published_.op ||
-        last_published_.count == nullptr) {
-      published_key_.assign(r.topic);
-      published_key_.push_back('\0');
-      published_key_.append(op);
-      auto it = published_by_topic_.find(published_key_);
-      if (it == published_by_topic_.end()) {
-        it = published_by_topic_.emplace(published_key_, 0).first;
-      }
-      last_published_.topic = r.topic.data();
-      last_published_.op.assign(op);
-      last_published_.count = &it->second;
-    }
-    ++*last_published_.count;
-    published_bytes_ += r.bytes;
-    last_ack_ = std::chrono::steady_clock::now();
-  } else if (!stopping_) {
-    ++delivery_errors_;
-  }
+  // The publish metrics are the Publisher's (counted for every source as the reports pass).
+  if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) last_ack_ = std::chrono::steady_clock::now();
   if (epoch != (epoch_ & kEpochMask)) {
     // A report from an ended session: its transaction is replayed by the current one.
     if (stale_in_flight_ > 0) --stale_in_flight_;

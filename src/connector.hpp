@@ -235,16 +235,7 @@ class Connector {
   void note_commit_time(Lsn next_lsn, std::int64_t commit_ts_ms);
   void drop_confirmed_commit_times();
   std::unique_ptr<metrics::HttpServer> http_;
-  std::deque<std::pair<Lsn, std::int64_t>> pending_commits_;              // (next LSN, commit ms)
-  std::map<std::string, std::uint64_t, std::less<>> published_by_topic_;  // "topic\0op" → n
-  std::string published_key_;
-  struct LastPublished {
-    const char* topic = nullptr;  ///< librdkafka's topic name of the last report
-    std::string op;               ///< its op ("c", "tombstone", "" ...: short, no allocation)
-    std::uint64_t* count = nullptr;
-  } last_published_;
-  std::uint64_t published_bytes_ = 0;
-  std::uint64_t delivery_errors_ = 0;
+  std::deque<std::pair<Lsn, std::int64_t>> pending_commits_;  // (next LSN, commit ms)
   std::chrono::steady_clock::time_point last_ack_ = std::chrono::steady_clock::now();
   bool standby_ = false;
   std::string restart_lsn_text_;

@@ -115,14 +115,14 @@ std::string Connector::metrics_text() {
   sample(out, "walrelay_standby", standby_ ? 1 : 0);
   metric(out, "walrelay_events_published_total", "counter",
          "records Kafka acknowledged, by topic (dead-letter records included)");
-  for (const auto& [key, n] : published_by_topic_) {
-    const auto nul = key.find('\0');
+  const sink::PublishMetrics& published = publisher_.metrics();
+  published.for_each_published([&](std::string_view topic, std::string_view op, std::uint64_t n) {
     sample(out, "walrelay_events_published_total", n,
-           "topic=\"" + label(key.substr(0, nul)) + "\",op=\"" + label(key.substr(nul + 1)) + "\"");
-  }
+           "topic=\"" + label(topic) + "\",op=\"" + label(op) + "\"");
+  });
   metric(out, "walrelay_published_bytes_total", "counter",
          "key + value bytes of the records Kafka acknowledged");
-  sample(out, "walrelay_published_bytes_total", published_bytes_);
+  sample(out, "walrelay_published_bytes_total", published.published_bytes());
   labelled(out, "walrelay_dead_lettered_total", "counter", "records sent to the dead-letter topic",
            "reason",
            {{"mapping", dead_lettered_mapping_},
@@ -130,7 +130,7 @@ std::string Connector::metrics_text() {
             {"delivery", dead_lettered_delivery_}});
   metric(out, "walrelay_delivery_errors_total", "counter",
          "delivery reports with an error that could not be retried");
-  sample(out, "walrelay_delivery_errors_total", delivery_errors_);
+  sample(out, "walrelay_delivery_errors_total", published.delivery_errors());
   metric(out, "walrelay_nan_as_null_total", "counter",
          "NOT NULL numeric/float values that arrived as null (wal2json before 2.6 prints NaN and "
          "Infinity as null)");

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -53,6 +55,59 @@ TEST(Publisher, HeldReportsReachTheSourceOnlyAfterTheCommit) {
   p.drop_held();  // aborted: the chunk is read and published again
   p.release_held();
   EXPECT_EQ(snapshot_units.size(), 2u);
+}
+
+// The publish metrics are counted once, in the publish path, for every source but the
+// exactly-once position records; held reports count when released, under their own topic and op.
+TEST(Publisher, CountsWhatKafkaAcknowledgedForEverySource) {
+  Publisher p;
+  const std::string topic_a = "shop.public.orders";  // stands for librdkafka's topic names
+  const std::string topic_b = "shop.public.items";
+  const auto acked = [&](RecordSource source, const std::string& topic, std::string_view value,
+                         bool has_value = true) {
+    DeliveryReport r = report(source, 1, 10);
+    r.topic = topic;
+    r.value = value;
+    r.has_value = has_value;
+    p.on_delivery(r);
+  };
+  acked(RecordSource::kStream, topic_a, R"({"before":null,"after":{"op":"x"},"op":"c"})");
+  acked(RecordSource::kSnapshot, topic_a, R"({"after":{},"op":"r","ts_ms":1})");
+  acked(RecordSource::kSnapshot, topic_a, R"({"after":{},"op":"r","ts_ms":2})");
+  acked(RecordSource::kStream, topic_a, "", false);
+  acked(RecordSource::kStream, topic_b, R"({"payload":1})");
+  acked(RecordSource::kPosition, topic_b, R"({"lsn":"0/1"})");
+  p.hold_reports(RecordSource::kStream, true);
+  acked(RecordSource::kStream, topic_b, R"({"after":{},"op":"u"})");
+  p.on_delivery(report(RecordSource::kStream, 2, 10, RD_KAFKA_RESP_ERR__PURGE_QUEUE));
+  p.on_delivery(report(RecordSource::kSnapshot, 3, 10, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE));
+
+  std::map<std::string, std::uint64_t> seen;
+  const auto read = [&] {
+    seen.clear();
+    p.metrics().for_each_published([&](std::string_view t, std::string_view op, std::uint64_t n) {
+      seen[std::string(t) + "/" + std::string(op)] = n;
+    });
+  };
+  read();
+  EXPECT_EQ(seen, (std::map<std::string, std::uint64_t>{{topic_a + "/c", 1},
+                                                        {topic_a + "/r", 2},
+                                                        {topic_a + "/tombstone", 1},
+                                                        {topic_b + "/", 1}}));
+  p.release_held();  // the Kafka transaction committed
+  read();
+  EXPECT_EQ(seen[topic_b + "/u"], 1u);
+  EXPECT_EQ(p.metrics().published_bytes(), 60u);
+  EXPECT_EQ(p.metrics().delivery_errors(), 1u) << "a purge is no failure";
+}
+
+TEST(Publisher, EnvelopeOpIsTheEnvelopesOwnField) {
+  EXPECT_EQ(
+      envelope_op(R"({"before":null,"after":{"op":"d"},"source":{},"op":"u","ts_ms":1})", true),
+      "u");
+  EXPECT_EQ(envelope_op("", false), "tombstone");
+  EXPECT_EQ(envelope_op(R"({"order":7})", true), "");
+  EXPECT_EQ(envelope_op("plain text", true), "");
 }
 
 TEST(Publisher, TheHookKeepsARecordBackWithItsOwnError) {

@@ -9,6 +9,7 @@
 
 #include "walrelay/core/record.hpp"
 #include "walrelay/sink/kafka_producer.hpp"
+#include "walrelay/sink/publish_metrics.hpp"
 
 namespace walrelay::sink {
 
@@ -23,7 +24,10 @@ enum class RecordSource : std::uint8_t {
 /// The one publish path every source of records shares: record → producer → delivery report →
 /// the source's own acknowledgement tracking. It tags each message's opaque with its source,
 /// counts what is in flight per source (for the `kafka.max_in_flight_*` bounds) and hands every
-/// delivery report to the source that published it, with the source's own 62-bit unit.
+/// delivery report to the source that published it, with the source's own 62-bit unit. The
+/// publish metrics (records acknowledged by topic and op, bytes, failed deliveries) of the stream
+/// and the snapshots are counted here, as the reports pass, so every source's records count alike
+/// (position records of delivery exactly_once are walrelay's bookkeeping: not counted).
 ///
 /// Owned by the connector; all calls on the io_context thread.
 class Publisher {
@@ -36,6 +40,7 @@ class Publisher {
   void attach(KafkaProducer* producer) {
     producer_ = producer;
     held_.clear();
+    metrics_.forget_topic_handles();
     in_flight_events_.fill(0);
     in_flight_bytes_.fill(0);
   }
@@ -65,6 +70,8 @@ class Publisher {
     std::vector<Held> held;
     held.swap(held_);
     for (const Held& h : held) {
+      // What a read_committed consumer can see now: counted at the commit, not at the report.
+      if (counted(h.source)) metrics_.on_acknowledged(h.topic, h.op, h.bytes);
       DeliveryReport r;
       r.opaque = h.opaque;
       r.bytes = h.bytes;
@@ -101,11 +108,24 @@ class Publisher {
     DeliveryReport r = report;
     r.opaque = report.opaque & kUnitMask;
     if (hold_[s] && r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      held_.push_back({r.opaque, r.bytes, s});
+      // The topic name is the producer's topic handle's (valid while the producer lives; held
+      // reports are forgotten with it in attach()).
+      held_.push_back(
+          {r.opaque, r.bytes, s, r.topic, std::string(envelope_op(r.value, r.has_value))});
       return;
+    }
+    if (counted(s)) {
+      if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        metrics_.on_acknowledged(r.topic, envelope_op(r.value, r.has_value), r.bytes);
+      } else {
+        metrics_.on_failed(r.err);
+      }
     }
     if (listeners_[s]) listeners_[s](r);
   }
+
+  /// The publish metrics of every source but kPosition (README "Metrics and health").
+  [[nodiscard]] const PublishMetrics& metrics() const { return metrics_; }
 
   [[nodiscard]] std::size_t in_flight_events(RecordSource source) const {
     return in_flight_events_[static_cast<std::size_t>(source)];
@@ -119,7 +139,13 @@ class Publisher {
     std::uint64_t opaque;
     std::size_t bytes;
     std::size_t source;
+    std::string_view topic;  // the producer's topic handle's name
+    std::string op;          // envelope_op's, copied (it points into the value)
   };
+  static bool counted(std::size_t source) {
+    return source != static_cast<std::size_t>(RecordSource::kPosition);
+  }
+  PublishMetrics metrics_;
   KafkaProducer* producer_ = nullptr;
   std::function<rd_kafka_resp_err_t()> before_publish_;
   std::array<bool, 4> hold_{};
