@@ -227,6 +227,32 @@ TEST_F(PreflightTest, KeyAndMaskColumnsTheTableDoesNotHaveAreRefused) {
   }
 }
 
+// Issue 25 item 6: `tables: [{name: public.*}, {name: public.event_outbox, outbox: {}}]` published
+// the outbox as row changes without a word (the first matching entry wins). An entry an earlier
+// one covers for every table it names is refused by both commands, naming both entries.
+TEST_F(PreflightTest, TablesEntryShadowedByAnEarlierGlobIsRefusedNamingBoth) {
+  pg_->exec("CREATE TABLE " + table("event_outbox") +
+            " (id uuid PRIMARY KEY, aggregatetype text, aggregateid text, payload jsonb)");
+  const std::string yaml =
+      make_config({{table("*")}, {table("event_outbox"), {"event_id: id"}}}).to_yaml();
+  const Outcome r = run(yaml, "shadowed outbox");
+  const Outcome c = check(yaml, "shadowed outbox");
+  const std::string reason = "tables[1].name: entry \"" + table("event_outbox") +
+                             "\" is never used: the earlier entry \"" + table("*") +
+                             "\" (tables[0]) matches every table it names";
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_EQ(c.rc, 2) << c.out;
+  EXPECT_NE(r.out.find(reason), std::string::npos) << r.out;
+  EXPECT_EQ(error_lines(c.out), error_lines(r.out)) << c.out << "\n" << r.out;
+  EXPECT_FALSE(slot_state(*pg_, name_).has_value()) << "a refused configuration left a slot";
+  // The named entry first: accepted, the outbox is an outbox.
+  const Outcome ok =
+      check(make_config({{table("event_outbox"), {"event_id: id"}}, {table("*")}}).to_yaml(),
+            "named first");
+  EXPECT_EQ(ok.rc, 0) << ok.out;
+  EXPECT_NE(ok.out.find(table("event_outbox") + ": outbox"), std::string::npos) << ok.out;
+}
+
 // The slot rules (preflight.hpp): a slot walrelay streamed that is gone (exit 5), and a missing
 // slot walrelay may not create (exit 1).
 TEST_F(PreflightTest, SlotRulesAreAppliedAlikeByCheckAndRun) {
