@@ -587,6 +587,32 @@ std::vector<std::string> EventRouter::missing_key_columns(std::string_view schem
   return absent_columns(*rule.schema, rule.key_columns);
 }
 
+std::vector<std::string> EventRouter::nullable_key_columns(std::string_view schema,
+                                                           std::string_view table) {
+  const Rule& rule = rule_for(schema, table);
+  if (rule.role != TableRole::kRowChange || rule.schema == nullptr || rule.key_columns.empty()) {
+    return {};
+  }
+  const TableSchema& shape = *rule.schema;
+  const auto within_key = [&](const std::vector<std::string>& unique) {
+    return !unique.empty() && std::all_of(unique.begin(), unique.end(), [&](const auto& c) {
+      return contains(rule.key_columns, c);
+    });
+  };
+  // A primary key or a unique index on NOT NULL columns among the key columns: no two rows share
+  // the key, whatever the other key columns hold.
+  if (within_key(shape.primary_key) ||
+      std::any_of(shape.unique_keys.begin(), shape.unique_keys.end(), within_key)) {
+    return {};
+  }
+  std::vector<std::string> nullable;
+  for (const auto& k : rule.key_columns) {
+    const ColumnInfo* col = shape.column(k);
+    if (col != nullptr && !col->not_null) nullable.push_back(k);
+  }
+  return nullable;
+}
+
 std::vector<std::string> EventRouter::missing_mask_columns(std::string_view schema,
                                                            std::string_view table) {
   const Rule& rule = rule_for(schema, table);

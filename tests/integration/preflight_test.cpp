@@ -253,6 +253,30 @@ TEST_F(PreflightTest, TablesEntryShadowedByAnEarlierGlobIsRefusedNamingBoth) {
   EXPECT_NE(ok.out.find(table("event_outbox") + ": outbox"), std::string::npos) << ok.out;
 }
 
+// Issue 25 item 8: `key_columns: [serial]` on a nullable column gave three rows one Kafka key
+// without a word. Both commands warn (it may never hold NULL); a NOT NULL column is no warning.
+TEST_F(PreflightTest, NullableKeyColumnsAreWarnedAboutByCheckAndRun) {
+  pg_->exec("CREATE TABLE " + table("devices") + " (id int PRIMARY KEY, serial text)");
+  std::string yaml = make_config({{table("devices")}}).to_yaml();
+  yaml =
+      insert_after(yaml, "  - name: \"" + table("devices") + "\"\n", "    key_columns: [serial]\n");
+  const std::string warning = "table " + table("devices") +
+                              " keys its events by key_columns [serial], but serial allows NULL";
+  const Outcome c = check(yaml, "nullable key column");
+  EXPECT_EQ(c.rc, 0) << c.out;
+  EXPECT_NE(c.out.find("WARN: " + warning), std::string::npos) << c.out;
+  {
+    WalrelayProcess proc(yaml, "walrelay run (nullable key column)");
+    start_streaming(proc, name_);
+    ASSERT_TRUE(stop_gracefully(proc, name_));
+    EXPECT_NE(proc.stderr_text().find(warning), std::string::npos) << proc.logs();
+  }
+  pg_->exec("ALTER TABLE " + table("devices") + " ALTER COLUMN serial SET NOT NULL");
+  const Outcome not_null = check(yaml, "NOT NULL key column");
+  EXPECT_EQ(not_null.rc, 0) << not_null.out;
+  EXPECT_EQ(not_null.out.find("allows NULL"), std::string::npos) << not_null.out;
+}
+
 // The slot rules (preflight.hpp): a slot walrelay streamed that is gone (exit 5), and a missing
 // slot walrelay may not create (exit 1).
 TEST_F(PreflightTest, SlotRulesAreAppliedAlikeByCheckAndRun) {
