@@ -215,6 +215,11 @@ class EventRouter {
                     std::string& err, bool padded = false);
   bool append_after_image(std::string& out, const decoder::Change& c, const Rule& rule,
                           std::string& err);
+  /// One column's value (masked when configured), typed by the change; `sc` (may be null: the
+  /// catalog lacks the column) gives the typmod when it still has the change's type. `position`
+  /// indexes the rule's type cache. False (err set) when the value cannot be mapped.
+  bool append_column(std::string& out, const decoder::Column& col, const Rule& rule,
+                     std::size_t position, const ColumnInfo* sc, std::string& err);
   /// The key's JSON into `out`; with `header`, also the key as Kafka Connect's
   /// SimpleHeaderConverter prints Debezium's key struct (the `__debezium.newkey`/`oldkey` header).
   /// Warns when a refresh gave `rule` another shape than `before` (columns, key, or none).

@@ -17,9 +17,25 @@ struct ColumnInfo {
   /// storage is not PLAIN. Only such columns may be missing from an UPDATE's new row
   /// (PostgreSQL docs §73.2 "TOAST"; wal2json skips unchanged TOASTed values).
   bool toastable = false;
+  /// The transaction that last wrote the column's pg_attribute row (its ADD COLUMN, or a later
+  /// ALTER of the column): its xmin. 0 when unknown; 1 or 2 (bootstrap, frozen) when older than
+  /// any change. A change written by an earlier transaction may predate the column (existed_at).
+  std::uint32_t attribute_xmin = 0;
 
   friend bool operator==(const ColumnInfo&, const ColumnInfo&) = default;
 };
+
+/// Whether a column of the current catalog shape surely existed, as it is now, when the change of
+/// transaction `change_xid` (wal2json's xid; 0 unknown) was written: its pg_attribute row is older
+/// than that transaction (xids compared modulo 2^32 as PostgreSQL does). True when either is
+/// unknown. ALTER TABLE takes an ACCESS EXCLUSIVE lock, so a column added by a transaction that
+/// began after the change's was added after the change (or in a transaction that waited for it).
+[[nodiscard]] inline bool existed_at(const ColumnInfo& column, std::uint64_t change_xid) {
+  constexpr std::uint32_t kFirstNormalXid = 3;
+  if (change_xid == 0 || column.attribute_xmin < kFirstNormalXid) return true;
+  const auto xid = static_cast<std::uint32_t>(change_xid);
+  return static_cast<std::int32_t>(column.attribute_xmin - xid) < 0;
+}
 
 /// A table's shape from the catalog: what the router needs besides the change itself.
 struct TableSchema {
