@@ -949,15 +949,7 @@ bool EventRouter::append_after_image(std::string& out, const decoder::Change& c,
   // also one the catalog no longer has (dropped since); a catalog column it lacks gets the
   // placeholder only if it existed when the change was written (never one added since). Both
   // lists are in attnum order: the catalog's columns are placed among the change's by name.
-  std::size_t last_existing = 0;  // 1 + the last catalog position that existed then
-  for (std::size_t p = schema->columns.size(); p > 0; --p) {
-    // A column that existed then was added before every later column (attnums only grow), and
-    // each one still in the catalog existed too.
-    if (existed_at(schema->columns[p - 1], c.xid)) {
-      last_existing = p;
-      break;
-    }
-  }
+  const std::size_t last_existing = columns_existing_at(*schema, c.xid);
   out.push_back('{');
   bool first = true;
   std::size_t next = 0;  // the next catalog position not yet placed
@@ -1520,11 +1512,14 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
         }
         rule.names_json_of = rule.schema;
       }
+      // Only the columns the row had when the change was written (a backlog decoded after ADD
+      // COLUMN): one added since never appears in an older change.
+      const std::size_t existing = columns_existing_at(*rule.schema, c.xid);
       for (std::size_t i = 0; i < rule.schema->columns.size(); ++i) {
         const ColumnInfo& ci = rule.schema->columns[i];
         if (const decoder::Column* known = find_column(*before, ci.name)) {
           padded_.push_back(*known);
-        } else {
+        } else if (i < existing) {
           padded_.push_back(decoder::Column{ci.name, rule.names_json[i], ci.type_oid, "null"});
         }
       }

@@ -853,6 +853,24 @@ TEST(Router, KeyOnlyBeforeImageInBothFormats) {
   EXPECT_EQ(native.route(del)[0].value->rfind(R"({"before":{"id":7},"after":null,)", 0), 0u);
 }
 
+// A debezium-format DELETE of a backlog decoded after ADD COLUMN: its padded `before` lists the
+// columns the row had then, not one added since (issue 25 item 5, as for the TOAST placeholder).
+TEST(Router, KeyOnlyBeforeImageOfAnOlderDeleteLacksColumnsAddedSince) {
+  Harness deb;
+  deb.cfg.events.value_format = "debezium";
+  deb.schemas.tables["public.invoices"] =
+      big_after_ddl({col("id", 23, false, 100), col("n", 23, false, 100), col("w", 25, true, 300)});
+  const auto del = [](int xid) {
+    return R"({"action":"D","xid":)" + std::to_string(xid) +
+           R"(,"lsn":"0/10","schema":"public","table":"invoices","identity":[{"name":"id","typeoid":23,"value":7}],"pk":[{"name":"id","typeoid":23}]})";
+  };
+  EXPECT_EQ(deb.route(del(200))[0].value->rfind(R"({"before":{"id":7,"n":null},"after":null,)", 0),
+            0u);
+  EXPECT_EQ(deb.route(del(400))[0].value->rfind(
+                R"({"before":{"id":7,"n":null,"w":null},"after":null,)", 0),
+            0u);
+}
+
 TEST(Router, KeyChangeHeadersAreConnectsHeaderTextInDebeziumFormat) {
   // Debezium's __debezium.newkey/oldkey go through Kafka Connect's SimpleHeaderConverter
   // (Values#append): a Decimal as BigDecimal#toString, strings with only \\ and " escaped. Seen

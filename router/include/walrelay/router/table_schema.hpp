@@ -65,6 +65,18 @@ struct TableSchema {
   }
 };
 
+/// How many of `table`'s columns, from the first, surely existed when the change of transaction
+/// `change_xid` was written: up to the last one existed_at says did (attnums only grow, so every
+/// column before it, still in the catalog, was added before it). The rest were added (or altered)
+/// since.
+[[nodiscard]] inline std::size_t columns_existing_at(const TableSchema& table,
+                                                     std::uint64_t change_xid) {
+  for (std::size_t p = table.columns.size(); p > 0; --p) {
+    if (existed_at(table.columns[p - 1], change_xid)) return p;
+  }
+  return 0;
+}
+
 /// Where the router gets table shapes from. Implemented over a catalog connection in src/.
 class SchemaProvider {
  public:
