@@ -883,8 +883,28 @@ class Loader {
       tables_malformed_ = true;
       return;
     }
+    const std::size_t first = config_.tables.size();
     for (std::size_t i = 0; i < node.size(); ++i) {
       read_table(node[i], path + "[" + std::to_string(i) + "]");
+    }
+    // The first matching entry wins: an entry an earlier one matches for every name it can match
+    // would be silently dead (its outbox, key or topic never applied). Refuse it, naming both.
+    for (std::size_t j = first + 1; j < config_.tables.size(); ++j) {
+      const TableConfig& later = config_.tables[j];
+      if (later.name.empty()) continue;  // an invalid name, reported already
+      for (std::size_t i = first; i < j; ++i) {
+        const TableConfig& earlier = config_.tables[i];
+        if (earlier.name.empty() || !glob_covers(earlier.schema_pattern, later.schema_pattern) ||
+            !glob_covers(earlier.table_pattern, later.table_pattern)) {
+          continue;
+        }
+        error(path + "[" + std::to_string(j - first) + "].name",
+              "entry " + quoted(later.name) + " is never used: the earlier entry " +
+                  quoted(earlier.name) + " (" + path + "[" + std::to_string(i - first) +
+                  "]) matches every table it names, and the first matching entry wins. Move " +
+                  quoted(later.name) + " before " + quoted(earlier.name) + ", or remove it");
+        break;
+      }
     }
   }
 

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "walrelay/config/config.hpp"
 
 namespace walrelay::config {
@@ -26,6 +28,14 @@ bool glob_match(const std::string& pattern, const std::string& name) {
   }
   while (p < pattern.size() && pattern[p] == '*') ++p;
   return p == pattern.size();
+}
+
+bool glob_covers(const std::string& pattern, const std::string& other) {
+  // Each `*` of `other` becomes a character no name holds ('\0'), which only a `*` of `pattern`
+  // can match: whatever `other`'s `*`s stand for, the `*` of `pattern` that took it takes that.
+  std::string symbolic = other;
+  std::replace(symbolic.begin(), symbolic.end(), '*', '\0');
+  return glob_match(pattern, symbolic);
 }
 
 }  // namespace walrelay::config

@@ -587,6 +587,32 @@ std::vector<std::string> EventRouter::missing_key_columns(std::string_view schem
   return absent_columns(*rule.schema, rule.key_columns);
 }
 
+std::vector<std::string> EventRouter::nullable_key_columns(std::string_view schema,
+                                                           std::string_view table) {
+  const Rule& rule = rule_for(schema, table);
+  if (rule.role != TableRole::kRowChange || rule.schema == nullptr || rule.key_columns.empty()) {
+    return {};
+  }
+  const TableSchema& shape = *rule.schema;
+  const auto within_key = [&](const std::vector<std::string>& unique) {
+    return !unique.empty() && std::all_of(unique.begin(), unique.end(), [&](const auto& c) {
+      return contains(rule.key_columns, c);
+    });
+  };
+  // A primary key or a unique index on NOT NULL columns among the key columns: no two rows share
+  // the key, whatever the other key columns hold.
+  if (within_key(shape.primary_key) ||
+      std::any_of(shape.unique_keys.begin(), shape.unique_keys.end(), within_key)) {
+    return {};
+  }
+  std::vector<std::string> nullable;
+  for (const auto& k : rule.key_columns) {
+    const ColumnInfo* col = shape.column(k);
+    if (col != nullptr && !col->not_null) nullable.push_back(k);
+  }
+  return nullable;
+}
+
 std::vector<std::string> EventRouter::missing_mask_columns(std::string_view schema,
                                                            std::string_view table) {
   const Rule& rule = rule_for(schema, table);
@@ -909,51 +935,105 @@ bool EventRouter::append_after_image(std::string& out, const decoder::Change& c,
                                      std::string& err) {
   const auto* schema = rule.schema;
   if (c.action != decoder::Action::kUpdate || schema == nullptr ||
-      c.columns.size() >= schema->columns.size()) {
+      (c.columns.size() == schema->columns.size() &&
+       std::equal(
+           c.columns.begin(), c.columns.end(), schema->columns.begin(),
+           [](const decoder::Column& a, const ColumnInfo& b) { return a.name == b.name; }))) {
     append_image(out, c.columns, rule, err);
     return err.empty();
   }
   // An UPDATE leaves out unchanged TOASTed columns (wal2json skips unchanged external datums).
   // Never publish them as null: take the old value under REPLICA IDENTITY FULL, otherwise the
-  // placeholder (Debezium unavailable.value.placeholder). Both lists are in attnum order.
+  // placeholder (Debezium unavailable.value.placeholder). The change's own columns are its shape
+  // (a backlog is decoded after later DDL, issue 25 item 5): each is published with its value,
+  // also one the catalog no longer has (dropped since); a catalog column it lacks gets the
+  // placeholder only if it existed when the change was written (never one added since). Both
+  // lists are in attnum order: the catalog's columns are placed among the change's by name.
+  const std::size_t last_existing = columns_existing_at(*schema, c.xid);
   out.push_back('{');
   bool first = true;
-  std::size_t cursor = 0;
-  for (std::size_t position = 0; position < schema->columns.size(); ++position) {
+  std::size_t next = 0;  // the next catalog position not yet placed
+  // A catalog column the change lacks: its old value, the placeholder, or nothing.
+  const auto append_absent = [&](std::size_t position) {
     const ColumnInfo& sc = schema->columns[position];
-    const decoder::Column* col = nullptr;
-    if (cursor < c.columns.size() && c.columns[cursor].name == sc.name) {
-      col = &c.columns[cursor++];
-    } else {
-      col = find_column(c.columns, sc.name);
-    }
-    const decoder::Column* old = col == nullptr ? find_column(c.identity, sc.name) : nullptr;
-    if (col == nullptr && old == nullptr && !sc.toastable) continue;  // not in this row version
-    if (!rule.exclude.empty() && contains(rule.exclude, sc.name)) continue;
+    if (find_column(c.columns, sc.name) != nullptr) return true;  // placed by the change
+    const decoder::Column* old = find_column(c.identity, sc.name);
+    if (old == nullptr && (!sc.toastable || position >= last_existing)) return true;
+    if (!rule.exclude.empty() && contains(rule.exclude, sc.name)) return true;
     if (!first) out.push_back(',');
     first = false;
     json::append_string(out, sc.name);
     out.push_back(':');
-    const decoder::Column* src = col != nullptr ? col : old;
-    if (src == nullptr) {
+    if (old == nullptr) {
       json::append_string(out, settings_.events.toast_placeholder);
-      continue;
+      return true;
     }
-    if (!rule.mask.empty() && contains(rule.mask, sc.name) && !src->is_null()) {
-      scratch2_.clear();
-      append_text(scratch2_, src->value);
-      out.push_back('"');
-      append_sha256_hex(out, settings_.events.mask_salt, scratch2_);
-      out.push_back('"');
-      continue;
+    return append_column(out, *old, rule, position, &sc, err);
+  };
+  // One of the change's columns; `at`: its catalog position (npos: the catalog lacks it).
+  const auto append_own = [&](std::size_t i, std::size_t at) {
+    const decoder::Column& col = c.columns[i];
+    if (!rule.exclude.empty() && contains(rule.exclude, col.name)) return true;
+    if (!first) out.push_back(',');
+    first = false;
+    out.append(col.name_json);
+    out.push_back(':');
+    // A column the catalog lacks (dropped since) is typed by the change alone.
+    const bool known = at != std::string::npos;
+    return append_column(out, col, rule, known ? at : schema->columns.size() + i,
+                         known ? &schema->columns[at] : nullptr, err);
+  };
+  // Change columns the catalog lacks wait for the next one it has: the catalog's columns of the
+  // gap are placed before them (their attnums are not in the change).
+  std::size_t pending = 0;
+  for (std::size_t i = 0; i < c.columns.size(); ++i) {
+    const decoder::Column& col = c.columns[i];
+    std::size_t at = next < schema->columns.size() && schema->columns[next].name == col.name
+                         ? next
+                         : std::string::npos;
+    for (std::size_t p = 0; at == std::string::npos && p < schema->columns.size(); ++p) {
+      if (schema->columns[p].name == col.name) at = p;
     }
-    if (!append_value(out, src->value, column_type(rule, position, src->type_oid, sc.typmod),
-                      types_, value_opts_, err)) {
-      err = "column " + sc.name + ": " + err;
-      return false;
+    if (at == std::string::npos) continue;
+    for (; next < at; ++next) {
+      if (!append_absent(next)) return false;
     }
+    if (next == at) ++next;
+    for (; pending < i; ++pending) {
+      if (!append_own(pending, std::string::npos)) return false;
+    }
+    if (!append_own(i, at)) return false;
+    pending = i + 1;
+  }
+  for (; next < schema->columns.size(); ++next) {
+    if (!append_absent(next)) return false;
+  }
+  for (; pending < c.columns.size(); ++pending) {
+    if (!append_own(pending, std::string::npos)) return false;
   }
   out.push_back('}');
+  return true;
+}
+
+bool EventRouter::append_column(std::string& out, const decoder::Column& col, const Rule& rule,
+                                std::size_t position, const ColumnInfo* sc, std::string& err) {
+  if (!rule.mask.empty() && contains(rule.mask, col.name) && !col.is_null()) {
+    scratch2_.clear();
+    append_text(scratch2_, col.value);
+    out.push_back('"');
+    append_sha256_hex(out, settings_.events.mask_salt, scratch2_);
+    out.push_back('"');
+    return true;
+  }
+  // The catalog's typmod, when the column still has the change's type.
+  const bool same_type = sc != nullptr && sc->type_oid == col.type_oid;
+  if (same_type && sc->not_null && col.is_null()) note_nan_as_null(rule, col);
+  const std::int32_t typmod = same_type ? sc->typmod : -1;
+  if (!append_value(out, col.value, column_type(rule, position, col.type_oid, typmod), types_,
+                    value_opts_, err)) {
+    err = "column " + std::string(col.name) + ": " + err;
+    return false;
+  }
   return true;
 }
 
@@ -1432,11 +1512,14 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
         }
         rule.names_json_of = rule.schema;
       }
+      // Only the columns the row had when the change was written (a backlog decoded after ADD
+      // COLUMN): one added since never appears in an older change.
+      const std::size_t existing = columns_existing_at(*rule.schema, c.xid);
       for (std::size_t i = 0; i < rule.schema->columns.size(); ++i) {
         const ColumnInfo& ci = rule.schema->columns[i];
         if (const decoder::Column* known = find_column(*before, ci.name)) {
           padded_.push_back(*known);
-        } else {
+        } else if (i < existing) {
           padded_.push_back(decoder::Column{ci.name, rule.names_json[i], ci.type_oid, "null"});
         }
       }

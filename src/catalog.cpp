@@ -104,7 +104,7 @@ class Catalog::Load {
       case Step::kColumns:
         return Query{
             "SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, "
-            "(t.typlen = -1 AND a.attstorage <> 'p') "
+            "(t.typlen = -1 AND a.attstorage <> 'p'), a.xmin "
             "FROM pg_catalog.pg_attribute a "
             "JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
             "WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped "
@@ -188,6 +188,7 @@ class Catalog::Load {
           c.typmod = std::stoi(cell(*rows, i, 2));
           c.not_null = cell(*rows, i, 3) == "t";
           c.toastable = cell(*rows, i, 4) == "t";
+          c.attribute_xmin = static_cast<std::uint32_t>(std::stoul(cell(*rows, i, 5)));
           ts_->columns.push_back(std::move(c));
         }
         step_ = Step::kPrimaryKey;

@@ -95,6 +95,14 @@ TablePreflight preflight_tables(const std::vector<MatchedTable>& matched,
              " named in its key_columns [" + join(tc.key_columns) +
              "]: its events cannot be keyed by the configured key. Fix key_columns for it");
     }
+    if (auto nullable = router.nullable_key_columns(m.schema, m.table); !nullable.empty()) {
+      // Not refused: the column may never hold NULL. But nothing else would say so.
+      warn("table " + qualified + " keys its events by key_columns [" + join(tc.key_columns) +
+           "], but " + join(nullable) + (nullable.size() == 1 ? " allows" : " allow") +
+           " NULL and no unique index on NOT NULL columns lies within them: rows whose key "
+           "columns are NULL share one Kafka key (compaction keeps only one of them). Make " +
+           join(nullable) + " NOT NULL, or key by columns that identify a row");
+    }
     const bool glob = tc.schema_pattern.find('*') != std::string::npos ||
                       tc.table_pattern.find('*') != std::string::npos;
     if (auto missing = router.missing_mask_columns(m.schema, m.table); !missing.empty()) {

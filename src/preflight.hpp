@@ -52,6 +52,8 @@ struct TablePreflight {
 /// - an outbox table without a column its outbox configuration names: refused;
 /// - a row-change table without a column its entry's key_columns names: refused (its events
 ///   would otherwise have no configured key; the router refuses such changes too);
+/// - key_columns of which some allow NULL, without a primary key or unique index on NOT NULL
+///   columns among them: several rows can share one Kafka key. A warning;
 /// - a table without a column its entry's mask_columns names, where the entry names the table
 ///   without a glob: refused (a typo would publish the real column unmasked); a glob entry: only
 ///   a mask column none of its matched tables has is refused (a `general` finding naming the

@@ -99,6 +99,55 @@ TEST_F(EventSemanticsTest, ADroppedColumnIsNeverFilledWithThePlaceholder) {
   EXPECT_NE(proc.stderr_text().find("changed shape"), std::string::npos) << proc.logs();
 }
 
+// Issue 25 item 5: a backlog decoded after DROP/ADD COLUMN. `big (id, a, t, u)` with t TOASTed;
+// walrelay stopped; UPDATE a (wal2json sends id, a, u), DROP COLUMN u, UPDATE a (id, a), ADD
+// COLUMN w: the first update lost its own u and got w as the placeholder. Each update keeps the
+// shape it was written with. `redo` drops and re-adds u as another type and changes a's type.
+TEST_F(EventSemanticsTest, UnchangedToastInABacklogKeepsTheShapeItWasWrittenWith) {
+  const std::string big = table("big");
+  const std::string redo = table("redo");
+  for (const auto& t : {big, redo}) {
+    pg_->exec("CREATE TABLE " + t + " (id int PRIMARY KEY, a text, t text, u text)");
+    pg_->exec("INSERT INTO " + t + " VALUES (1, 'first', " + kRandomText + ", 'u-value')");
+  }
+  const auto cfg = make_config({{big}, {redo}});
+  {
+    WalrelayProcess first(cfg.to_yaml(), "walrelay (creates the slot)");
+    start_streaming(first, name_);
+    ASSERT_TRUE(stop_gracefully(first, name_));
+  }
+  pg_->exec("UPDATE " + big + " SET a = 'before-drop'");
+  pg_->exec("ALTER TABLE " + big + " DROP COLUMN u");
+  pg_->exec("UPDATE " + big + " SET a = 'after-drop'");
+  pg_->exec("ALTER TABLE " + big + " ADD COLUMN w text");
+  pg_->exec("UPDATE " + redo + " SET a = 'before'");
+  pg_->exec("ALTER TABLE " + redo + " DROP COLUMN u");
+  pg_->exec("ALTER TABLE " + redo + " ADD COLUMN u int");
+  pg_->exec("ALTER TABLE " + redo + " ALTER COLUMN a TYPE varchar(40)");
+  pg_->exec("UPDATE " + redo + " SET a = 'after', u = 7");
+  WalrelayProcess proc(cfg.to_yaml(), "walrelay (after the DDL)");
+  start_streaming(proc, name_);
+  const auto recs = kafka_->read_at_least({topic("big"), topic("redo")}, 4);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  std::map<std::string, std::vector<std::string>> after;  // topic -> `after` of each update
+  for (const auto& r : recs) {
+    if (r.value && json_string_at(*r.value, "/op") == "u") {
+      after[r.topic].push_back(json_at(*r.value, "/after"));
+    }
+  }
+  const std::string placeholder = "\"__debezium_unavailable_value\"";
+  EXPECT_EQ(after[topic("big")],
+            (std::vector<std::string>{
+                R"({"id":1,"a":"before-drop","t":)" + placeholder + R"(,"u":"u-value"})",
+                R"({"id":1,"a":"after-drop","t":)" + placeholder + "}"}))
+      << describe(recs);
+  EXPECT_EQ(
+      after[topic("redo")],
+      (std::vector<std::string>{R"({"id":1,"a":"before","t":)" + placeholder + R"(,"u":"u-value"})",
+                                R"({"id":1,"a":"after","t":)" + placeholder + R"(,"u":7})"}))
+      << describe(recs);
+}
+
 TEST_F(EventSemanticsTest, TableAndMessageOutboxGiveIdenticalRecords) {
   const std::string ob = table("outbox");
   pg_->exec("CREATE TABLE " + ob +

@@ -227,6 +227,56 @@ TEST_F(PreflightTest, KeyAndMaskColumnsTheTableDoesNotHaveAreRefused) {
   }
 }
 
+// Issue 25 item 6: `tables: [{name: public.*}, {name: public.event_outbox, outbox: {}}]` published
+// the outbox as row changes without a word (the first matching entry wins). An entry an earlier
+// one covers for every table it names is refused by both commands, naming both entries.
+TEST_F(PreflightTest, TablesEntryShadowedByAnEarlierGlobIsRefusedNamingBoth) {
+  pg_->exec("CREATE TABLE " + table("event_outbox") +
+            " (id uuid PRIMARY KEY, aggregatetype text, aggregateid text, payload jsonb)");
+  const std::string yaml =
+      make_config({{table("*")}, {table("event_outbox"), {"event_id: id"}}}).to_yaml();
+  const Outcome r = run(yaml, "shadowed outbox");
+  const Outcome c = check(yaml, "shadowed outbox");
+  const std::string reason = "tables[1].name: entry \"" + table("event_outbox") +
+                             "\" is never used: the earlier entry \"" + table("*") +
+                             "\" (tables[0]) matches every table it names";
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_EQ(c.rc, 2) << c.out;
+  EXPECT_NE(r.out.find(reason), std::string::npos) << r.out;
+  EXPECT_EQ(error_lines(c.out), error_lines(r.out)) << c.out << "\n" << r.out;
+  EXPECT_FALSE(slot_state(*pg_, name_).has_value()) << "a refused configuration left a slot";
+  // The named entry first: accepted, the outbox is an outbox.
+  const Outcome ok =
+      check(make_config({{table("event_outbox"), {"event_id: id"}}, {table("*")}}).to_yaml(),
+            "named first");
+  EXPECT_EQ(ok.rc, 0) << ok.out;
+  EXPECT_NE(ok.out.find(table("event_outbox") + ": outbox"), std::string::npos) << ok.out;
+}
+
+// Issue 25 item 8: `key_columns: [serial]` on a nullable column gave three rows one Kafka key
+// without a word. Both commands warn (it may never hold NULL); a NOT NULL column is no warning.
+TEST_F(PreflightTest, NullableKeyColumnsAreWarnedAboutByCheckAndRun) {
+  pg_->exec("CREATE TABLE " + table("devices") + " (id int PRIMARY KEY, serial text)");
+  std::string yaml = make_config({{table("devices")}}).to_yaml();
+  yaml =
+      insert_after(yaml, "  - name: \"" + table("devices") + "\"\n", "    key_columns: [serial]\n");
+  const std::string warning = "table " + table("devices") +
+                              " keys its events by key_columns [serial], but serial allows NULL";
+  const Outcome c = check(yaml, "nullable key column");
+  EXPECT_EQ(c.rc, 0) << c.out;
+  EXPECT_NE(c.out.find("WARN: " + warning), std::string::npos) << c.out;
+  {
+    WalrelayProcess proc(yaml, "walrelay run (nullable key column)");
+    start_streaming(proc, name_);
+    ASSERT_TRUE(stop_gracefully(proc, name_));
+    EXPECT_NE(proc.stderr_text().find(warning), std::string::npos) << proc.logs();
+  }
+  pg_->exec("ALTER TABLE " + table("devices") + " ALTER COLUMN serial SET NOT NULL");
+  const Outcome not_null = check(yaml, "NOT NULL key column");
+  EXPECT_EQ(not_null.rc, 0) << not_null.out;
+  EXPECT_EQ(not_null.out.find("allows NULL"), std::string::npos) << not_null.out;
+}
+
 // The slot rules (preflight.hpp): a slot walrelay streamed that is gone (exit 5), and a missing
 // slot walrelay may not create (exit 1).
 TEST_F(PreflightTest, SlotRulesAreAppliedAlikeByCheckAndRun) {

@@ -796,6 +796,54 @@ TEST(ConfigTables, MaskColumnsNeedASalt) {
   load_ok(head("tables: [{name: s.t, mask_columns: []}]\n"));
 }
 
+TEST(ConfigTables, EntryShadowedByEarlierGlobIsRefusedNamingBoth) {
+  // Issue 25 item 6: the outbox entry after public.* never applied (published as row changes).
+  const LoadResult result = load(head(R"(tables:
+  - name: public.*
+  - name: public.event_outbox
+    outbox: {}
+)"));
+  EXPECT_EQ(keys_of(result), std::vector<std::string>{"tables[1].name"}) << dump(result.errors);
+  EXPECT_EQ(reason_for(result, "tables[1].name"),
+            "entry \"public.event_outbox\" is never used: the earlier entry \"public.*\" "
+            "(tables[0]) matches every table it names, and the first matching entry wins. Move "
+            "\"public.event_outbox\" before \"public.*\", or remove it");
+  // The named entry first is the way to give one table of a glob its own settings.
+  const Config ok = load_ok(head(R"(tables:
+  - name: public.event_outbox
+    outbox: {}
+  - name: public.*
+)"));
+  EXPECT_EQ(ok.tables.size(), 2u);
+}
+
+TEST(ConfigTables, OnlyEntriesDeadForEveryNameTheyMatchAreRefused) {
+  // `names`: the entries' names, comma-separated (none holds a comma).
+  const auto dead = [](const std::string& names) {
+    std::string entries;
+    for (std::size_t at = 0; at <= names.size();) {
+      const auto end = std::min(names.find(", ", at), names.size());
+      entries += "  - name: '" + names.substr(at, end - at) + "'\n";
+      at = end + 2;
+    }
+    return keys_of(load(head("tables:\n" + entries)));
+  };
+  using Keys = std::vector<std::string>;
+  // Dead: every name the later entry can match, the earlier one matches.
+  EXPECT_EQ(dead("public.orders, public.orders"), Keys{"tables[1].name"});
+  EXPECT_EQ(dead("*.*, app.t"), Keys{"tables[1].name"});
+  EXPECT_EQ(dead("public.ord*, public.orders_2024"), Keys{"tables[1].name"});
+  EXPECT_EQ(dead("public.*, public.ord*"), Keys{"tables[1].name"});
+  EXPECT_EQ(dead("*.orders, app.x, sales.orders"), Keys{"tables[2].name"});
+  EXPECT_EQ(dead("\"my.schema\".*, \"my.schema\".t"), Keys{"tables[1].name"});
+  // Alive: the later entry names some table the earlier ones do not.
+  EXPECT_EQ(dead("public.orders, public.*"), Keys{});
+  EXPECT_EQ(dead("public.*, *.orders"), Keys{});
+  EXPECT_EQ(dead("public.ord*, public.*ers"), Keys{});
+  EXPECT_EQ(dead("public.ab*, public.a*x, public.b*"), Keys{});
+  EXPECT_EQ(dead("app.t, apps.t, \"app\".u"), Keys{});
+}
+
 TEST(ConfigTables, OutboxTablesRejectRowChangeKeys) {
   const LoadResult result = load(head(R"(tables:
   - name: s.outbox

@@ -232,5 +232,67 @@ TEST(PreflightRules, KeyAndMaskColumnsMustExistInTheTable) {
   EXPECT_NE(k[0].find("table shop.orders has no column email"), std::string::npos) << k[0];
 }
 
+// The warnings (not refusals) of the table rules, in order.
+std::vector<std::string> warnings(const config::Config& cfg, Shapes& shapes,
+                                  const std::vector<MatchedTable>& tables) {
+  router::TypeRegistry types;
+  router::EventRouter r(router::RouterSettings{"c", "c", "app", "", cfg.events}, cfg, &shapes,
+                        types);
+  const TablePreflight p = preflight_tables(tables, {}, {}, r, cfg);
+  std::vector<std::string> out;
+  for (const auto& v : p.tables) {
+    for (const auto& f : v.findings) {
+      if (!f.refused) out.push_back(f.message);
+    }
+  }
+  return out;
+}
+
+// Issue 25 item 8: `key_columns: [serial]` on a nullable column gave three rows one Kafka key
+// without a word. `run` and `check` warn, naming the table and the column.
+TEST(PreflightRules, NullableKeyColumnsSharingOneKeyAreWarnedAbout) {
+  Shapes shapes;
+  shapes.add("shop", "devices", {"id", "serial", "site", "model"});
+  router::TableSchema& devices = shapes.tables["shop.devices"];
+  devices.columns[0].not_null = true;
+  devices.columns[2].not_null = true;
+  const std::vector<MatchedTable> tables = {matched(0, "shop", "devices")};
+  const auto nullable_warnings = [&](std::vector<std::string> key) {
+    config::Config cfg;
+    cfg.tables = {entry("shop", "devices")};
+    cfg.tables[0].key_columns = std::move(key);
+    std::vector<std::string> out;
+    for (auto& w : warnings(cfg, shapes, tables)) {
+      if (w.find("allow") != std::string::npos) out.push_back(std::move(w));
+    }
+    EXPECT_TRUE(refusals(cfg, shapes, tables).empty());
+    return out;
+  };
+  {
+    const auto w = nullable_warnings({"serial"});
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0],
+              "table shop.devices keys its events by key_columns [serial], but serial allows NULL "
+              "and no unique index on NOT NULL columns lies within them: rows whose key columns "
+              "are NULL share one Kafka key (compaction keeps only one of them). Make serial NOT "
+              "NULL, or key by columns that identify a row");
+  }
+  {
+    const auto w = nullable_warnings({"site", "serial", "model"});
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_NE(w[0].find("but serial, model allow NULL"), std::string::npos) << w[0];
+  }
+  EXPECT_TRUE(nullable_warnings({"site"}).empty());  // NOT NULL (not unique: a choice)
+  EXPECT_TRUE(nullable_warnings({}).empty());        // the primary key
+  // The primary key within the key columns: each row has its own key.
+  EXPECT_TRUE(nullable_warnings({"id", "serial"}).empty());
+  // A unique index on NOT NULL columns within them: the same.
+  devices.primary_key.clear();
+  EXPECT_EQ(nullable_warnings({"id", "serial"}).size(), 1u);
+  devices.unique_keys = {{"site", "id"}};
+  EXPECT_TRUE(nullable_warnings({"serial", "id", "site"}).empty());
+  EXPECT_EQ(nullable_warnings({"serial", "site"}).size(), 1u);  // only part of that index
+}
+
 }  // namespace
 }  // namespace walrelay

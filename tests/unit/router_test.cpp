@@ -425,6 +425,108 @@ TEST(Router, UnchangedToastColumnGetsPlaceholderOrOldValue) {
   EXPECT_TRUE(has(*null_body[0].value, R"("after":{"id":1,"title":"t","body":null})"));
 }
 
+namespace {
+
+// The catalog after DDL a backlog is decoded against: `xmins` is each column's pg_attribute xmin
+// (the transaction that added or last altered it).
+TableSchema big_after_ddl(std::vector<ColumnInfo> columns) {
+  TableSchema ts;
+  ts.schema = ts.root_schema = "public";
+  ts.table = ts.root_table = "invoices";
+  ts.columns = std::move(columns);
+  ts.primary_key = {"id"};
+  return ts;
+}
+
+ColumnInfo col(std::string name, std::uint32_t type, bool toastable, std::uint32_t xmin,
+               std::int32_t typmod = -1) {
+  ColumnInfo c{std::move(name), type, typmod, false, toastable};
+  c.attribute_xmin = xmin;
+  return c;
+}
+
+std::string update_line(std::uint64_t xid, const std::string& columns) {
+  return R"({"action":"U","xid":)" + std::to_string(xid) +
+         R"(,"lsn":"0/10","schema":"public","table":"invoices","columns":[)" + columns +
+         R"(],"identity":[{"name":"id","typeoid":23,"value":1}],"pk":[{"name":"id","typeoid":23}]})";
+}
+
+std::string after_of(const std::vector<Out>& out) {
+  if (out.size() != 1 || !out[0].value) return "<no single event>";
+  const std::string& v = *out[0].value;
+  const auto at = v.find(R"("after":)");
+  if (at == std::string::npos) return v;
+  std::size_t depth = 0;
+  for (std::size_t i = at + 8; i < v.size(); ++i) {
+    if (v[i] == '{') ++depth;
+    if (v[i] == '}' && --depth == 0) return v.substr(at + 8, i - at - 7);
+  }
+  return v;
+}
+
+constexpr const char* kId = R"({"name":"id","typeoid":23,"value":1})";
+
+}  // namespace
+
+// Issue 25 item 5: `big (id, a, t, u)`, t TOASTed; walrelay stopped; UPDATE a (wal2json sends id,
+// a, u), DROP COLUMN u, UPDATE a (id, a), ADD COLUMN w text; then decoded: the first update lost
+// its own u and got w as the placeholder, a column that did not exist when it was written.
+TEST(Router, UnchangedToastPlaceholderOnlyForColumnsOfTheChangesOwnShape) {
+  Harness h;
+  // Created by xid 100; u dropped by 210; w added by 300.
+  h.schemas.tables["public.invoices"] =
+      big_after_ddl({col("id", 23, false, 100), col("a", 25, true, 100), col("t", 25, true, 100),
+                     col("w", 25, true, 300)});
+  EXPECT_EQ(after_of(h.route(update_line(
+                200, std::string(kId) + R"(,{"name":"a","typeoid":25,"value":"before-drop"},)"
+                                        R"({"name":"u","typeoid":25,"value":"u-value"})"))),
+            R"({"id":1,"a":"before-drop","t":"__debezium_unavailable_value","u":"u-value"})");
+  EXPECT_EQ(after_of(h.route(update_line(
+                250, std::string(kId) + R"(,{"name":"a","typeoid":25,"value":"after-drop"})"))),
+            R"({"id":1,"a":"after-drop","t":"__debezium_unavailable_value"})");
+  // Written after the ADD COLUMN: w is unchanged TOAST like t.
+  EXPECT_EQ(after_of(h.route(update_line(
+                400, std::string(kId) + R"(,{"name":"a","typeoid":25,"value":"after-add"})"))),
+            R"({"id":1,"a":"after-add","t":"__debezium_unavailable_value",)"
+            R"("w":"__debezium_unavailable_value"})");
+}
+
+TEST(Router, UnchangedToastAcrossSeveralDdlsTypeChangesAndARecreatedName) {
+  Harness h;
+  // Several DDLs after the changes: v added by 300, w by 350; n's type changed by 320 (text to
+  // varchar(40)); u dropped and added again as int by 330.
+  h.schemas.tables["public.invoices"] = big_after_ddl(
+      {col("id", 23, false, 100), col("n", 1043, true, 320, 44), col("t", 25, true, 100),
+       col("v", 25, true, 300), col("u", 23, false, 330), col("w", 25, true, 350)});
+  const std::string n_text = R"({"name":"n","typeoid":25,"value":"1.50"})";
+  // Before every DDL: n is the change's text, u its own text; t existed (older than the change,
+  // it is followed by nothing older, yet is older itself); v and w did not exist.
+  EXPECT_EQ(
+      after_of(h.route(update_line(
+          200, std::string(kId) + "," + n_text + R"(,{"name":"u","typeoid":25,"value":"old u"})"))),
+      R"({"id":1,"n":"1.50","t":"__debezium_unavailable_value","u":"old u"})");
+  // Between the two ADD COLUMNs: v existed, w not.
+  EXPECT_EQ(after_of(h.route(update_line(
+                340, std::string(kId) + R"(,{"name":"n","typeoid":1043,"value":"x2"})"))),
+            R"({"id":1,"n":"x2","t":"__debezium_unavailable_value",)"
+            R"("v":"__debezium_unavailable_value"})");
+  // A column altered since (t: SET STORAGE by 500) still existed when a later column that is
+  // older than the change did (attnums only grow): the placeholder.
+  h.schemas.tables["public.invoices"] =
+      big_after_ddl({col("id", 23, false, 100), col("t", 25, true, 500), col("a", 25, true, 100)});
+  h.router.reset();
+  EXPECT_EQ(after_of(h.route(
+                update_line(200, std::string(kId) + R"(,{"name":"a","typeoid":25,"value":"x"})"))),
+            R"({"id":1,"t":"__debezium_unavailable_value","a":"x"})");
+  // xids wrap around: a column added by 4294967000 is older than a change of xid 5.
+  h.schemas.tables["public.invoices"] =
+      big_after_ddl({col("id", 23, false, 100), col("t", 25, true, 4294967000u)});
+  h.router.reset();
+  EXPECT_EQ(after_of(h.route(update_line(5, kId))),
+            R"({"id":1,"t":"__debezium_unavailable_value"})");
+  EXPECT_EQ(after_of(h.route(update_line(4294966000u, kId))), R"({"id":1})");
+}
+
 TEST(Router, NewColumnRefreshesTheCatalog) {
   Harness h;
   TableSchema ts;
@@ -749,6 +851,24 @@ TEST(Router, KeyOnlyBeforeImageInBothFormats) {
   native.schemas.tables["public.invoices"] = ts;
   EXPECT_EQ(native.route(update)[0].value->rfind(R"({"before":{"id":7},"after":{"id":7,)", 0), 0u);
   EXPECT_EQ(native.route(del)[0].value->rfind(R"({"before":{"id":7},"after":null,)", 0), 0u);
+}
+
+// A debezium-format DELETE of a backlog decoded after ADD COLUMN: its padded `before` lists the
+// columns the row had then, not one added since (issue 25 item 5, as for the TOAST placeholder).
+TEST(Router, KeyOnlyBeforeImageOfAnOlderDeleteLacksColumnsAddedSince) {
+  Harness deb;
+  deb.cfg.events.value_format = "debezium";
+  deb.schemas.tables["public.invoices"] =
+      big_after_ddl({col("id", 23, false, 100), col("n", 23, false, 100), col("w", 25, true, 300)});
+  const auto del = [](int xid) {
+    return R"({"action":"D","xid":)" + std::to_string(xid) +
+           R"(,"lsn":"0/10","schema":"public","table":"invoices","identity":[{"name":"id","typeoid":23,"value":7}],"pk":[{"name":"id","typeoid":23}]})";
+  };
+  EXPECT_EQ(deb.route(del(200))[0].value->rfind(R"({"before":{"id":7,"n":null},"after":null,)", 0),
+            0u);
+  EXPECT_EQ(deb.route(del(400))[0].value->rfind(
+                R"({"before":{"id":7,"n":null,"w":null},"after":null,)", 0),
+            0u);
 }
 
 TEST(Router, KeyChangeHeadersAreConnectsHeaderTextInDebeziumFormat) {

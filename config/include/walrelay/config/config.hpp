@@ -60,7 +60,8 @@ struct Operations {
 
 /// One `tables:` entry. `name` is `schema.table`, where either part may be `*` or contain `*`
 /// globs; a part that itself contains a dot is written quoted: `"my.schema"."t"`.
-/// The first entry that matches a table wins.
+/// The first entry that matches a table wins; an entry an earlier one covers for every name it
+/// can match is a configuration error (glob_covers).
 struct TableConfig {
   std::string name;                    ///< pattern as written in the file
   std::string schema_pattern;          ///< unquoted schema part (may contain `*`)
@@ -352,5 +353,11 @@ bool is_secret_property(const std::string& name);
 /// Matches `name` against a glob with `*` (any run of characters, including none). Case-sensitive,
 /// as PostgreSQL identifiers are once quoted.
 bool glob_match(const std::string& pattern, const std::string& name);
+
+/// Whether every name `other` (a glob as for glob_match) can match is matched by `pattern`: true
+/// when `pattern` matches `other` with each of its `*` taken as a character only a `*` matches.
+/// A sufficient test (it may answer false for some containments of several `*`), never a wrong
+/// true: the `tables` check refuses an entry only when it is certainly dead.
+bool glob_covers(const std::string& pattern, const std::string& other);
 
 }  // namespace walrelay::config

@@ -157,6 +157,14 @@ class EventRouter {
   /// keys an event of such a table by other columns: its changes are MappingErrors.
   std::vector<std::string> missing_key_columns(std::string_view schema, std::string_view table);
 
+  /// Checks a row-change table's `key_columns` for NULL: the configured key columns the catalog
+  /// lets hold NULL, in configuration order, when no primary key or unique index on NOT NULL
+  /// columns lies within them (then rows whose key columns are NULL, or equal, share one Kafka
+  /// key). Empty when the key identifies a row, no key columns are configured, the table is not a
+  /// row-change table, or its shape is unknown. A warning, not a refusal: the data may never hold
+  /// NULL there.
+  std::vector<std::string> nullable_key_columns(std::string_view schema, std::string_view table);
+
   /// The same for `mask_columns`: the configured mask columns the table does not have (a typo
   /// would leave the real column unmasked). Empty as for missing_key_columns.
   std::vector<std::string> missing_mask_columns(std::string_view schema, std::string_view table);
@@ -207,6 +215,11 @@ class EventRouter {
                     std::string& err, bool padded = false);
   bool append_after_image(std::string& out, const decoder::Change& c, const Rule& rule,
                           std::string& err);
+  /// One column's value (masked when configured), typed by the change; `sc` (may be null: the
+  /// catalog lacks the column) gives the typmod when it still has the change's type. `position`
+  /// indexes the rule's type cache. False (err set) when the value cannot be mapped.
+  bool append_column(std::string& out, const decoder::Column& col, const Rule& rule,
+                     std::size_t position, const ColumnInfo* sc, std::string& err);
   /// The key's JSON into `out`; with `header`, also the key as Kafka Connect's
   /// SimpleHeaderConverter prints Debezium's key struct (the `__debezium.newkey`/`oldkey` header).
   /// Warns when a refresh gave `rule` another shape than `before` (columns, key, or none).

@@ -17,9 +17,25 @@ struct ColumnInfo {
   /// storage is not PLAIN. Only such columns may be missing from an UPDATE's new row
   /// (PostgreSQL docs §73.2 "TOAST"; wal2json skips unchanged TOASTed values).
   bool toastable = false;
+  /// The transaction that last wrote the column's pg_attribute row (its ADD COLUMN, or a later
+  /// ALTER of the column): its xmin. 0 when unknown; 1 or 2 (bootstrap, frozen) when older than
+  /// any change. A change written by an earlier transaction may predate the column (existed_at).
+  std::uint32_t attribute_xmin = 0;
 
   friend bool operator==(const ColumnInfo&, const ColumnInfo&) = default;
 };
+
+/// Whether a column of the current catalog shape surely existed, as it is now, when the change of
+/// transaction `change_xid` (wal2json's xid; 0 unknown) was written: its pg_attribute row is older
+/// than that transaction (xids compared modulo 2^32 as PostgreSQL does). True when either is
+/// unknown. ALTER TABLE takes an ACCESS EXCLUSIVE lock, so a column added by a transaction that
+/// began after the change's was added after the change (or in a transaction that waited for it).
+[[nodiscard]] inline bool existed_at(const ColumnInfo& column, std::uint64_t change_xid) {
+  constexpr std::uint32_t kFirstNormalXid = 3;
+  if (change_xid == 0 || column.attribute_xmin < kFirstNormalXid) return true;
+  const auto xid = static_cast<std::uint32_t>(change_xid);
+  return static_cast<std::int32_t>(column.attribute_xmin - xid) < 0;
+}
 
 /// A table's shape from the catalog: what the router needs besides the change itself.
 struct TableSchema {
@@ -48,6 +64,18 @@ struct TableSchema {
     return nullptr;
   }
 };
+
+/// How many of `table`'s columns, from the first, surely existed when the change of transaction
+/// `change_xid` was written: up to the last one existed_at says did (attnums only grow, so every
+/// column before it, still in the catalog, was added before it). The rest were added (or altered)
+/// since.
+[[nodiscard]] inline std::size_t columns_existing_at(const TableSchema& table,
+                                                     std::uint64_t change_xid) {
+  for (std::size_t p = table.columns.size(); p > 0; --p) {
+    if (existed_at(table.columns[p - 1], change_xid)) return p;
+  }
+  return 0;
+}
 
 /// Where the router gets table shapes from. Implemented over a catalog connection in src/.
 class SchemaProvider {
