@@ -94,6 +94,15 @@ void Connector::compare_catalog(const TableMatcher& matcher) {
           "catalog check: UPDATE and DELETE of {} are no longer captured ({}): wal2json drops "
           "them without a trace. Set REPLICA IDENTITY DEFAULT (with a primary key) or FULL",
           key, problem);
+    } else if (problem.empty() && !was->second.empty()) {
+      // The start-up warning (or an earlier alarm) said wal2json drops them: no longer true.
+      spdlog::info(
+          "catalog check: UPDATE and DELETE of {} are captured again (it had {}; REPLICA "
+          "IDENTITY is now {})",
+          key, was->second,
+          t.replica_identity == 'i'   ? "USING INDEX"
+          : t.replica_identity == 'f' ? "FULL"
+                                      : "DEFAULT with a primary key");
     }
     now[key] = std::move(problem);
   }

@@ -211,8 +211,11 @@ class EventRouter {
   /// SimpleHeaderConverter prints Debezium's key struct (the `__debezium.newkey`/`oldkey` header).
   /// Warns when a refresh gave `rule` another shape than `before` (columns, key, or none).
   void note_shape_change(const Rule& rule, const TableSchema* before);
-  /// Sets key_order_: the columns `c`'s event is keyed by (see the definition).
-  void select_key(const decoder::Change& c, const Rule& rule);
+  /// Sets key_order_: the columns `c`'s event is keyed by (see the definition). False (`err`
+  /// says why: a mapping error) when the identity `c` was written under cannot be decided.
+  bool select_key(const decoder::Change& c, const Rule& rule, std::string& err);
+  /// select_key for a change without a primary key: its REPLICA IDENTITY index as written.
+  bool select_identity_key(const decoder::Change& c, const TableSchema& shape, std::string& err);
   bool append_key(std::string& out, const std::vector<decoder::Column>& image, const Rule& rule,
                   std::string& err, std::string* header = nullptr);
   static void append_connect_header_string(std::string& out, std::string_view text);
@@ -255,10 +258,12 @@ class EventRouter {
   std::int64_t commit_ts_us_ = 0;         //   and in µs
   Lsn last_commit_end_;                   // source.sequence's first element; 0/0 = null
   bool txn_counts_for_sequence_ = false;  // the open transaction moves last_commit_end_
-  Lsn txn_first_lsn_;               // its first change that counts (pgoutput's BEGIN position)
-  Lsn change_lsn_;                  // the change being routed
-  std::uint32_t record_index_ = 0;  // records published in this transaction (ids)
-  std::uint32_t event_count_ = 0;   // data events (transaction metadata total_order)
+  Lsn txn_first_lsn_;                // its first change that counts (pgoutput's BEGIN position)
+  Lsn change_lsn_;                   // the change being routed
+  std::uint32_t record_index_ = 0;   // records published in this transaction (ids)
+  std::uint64_t txn_changes_ = 0;    // changes and messages in the open transaction
+  std::uint64_t catalog_epoch_ = 0;  // transactions without changes (DDL) so far (identity_epoch)
+  std::uint32_t event_count_ = 0;    // data events (transaction metadata total_order)
   bool begin_emitted_ = false;
   std::string txn_id_;     // "<xid>:<commit lsn>" for transaction metadata
   std::string id_prefix_;  // "<commit lsn>:" of row-change record ids (next_slot)
