@@ -105,7 +105,9 @@ class EventRouter {
   /// The SchemaProvider call route(`change`) would make, so that a caller whose provider answers
   /// asynchronously can load it first (then route() answers from the provider's cache): the
   /// table on its first sight, or its shape again when the change's columns disagree with the
-  /// cached shape (or a partial UPDATE/DELETE is due a check, at most once a second per table).
+  /// cached shape (or a partial UPDATE/DELETE is due a check, at most once a second per table; or
+  /// a change without a primary key, keyed by the REPLICA IDENTITY, is the table's first since a
+  /// transaction without changes: DDL, which wal2json sends as an empty BEGIN/COMMIT).
   /// nullopt: route() asks the provider nothing for it. No side effects; messages, BEGIN and
   /// COMMIT never need a lookup.
   std::optional<SchemaLookup> lookup_needed(const decoder::Change& change);
@@ -121,7 +123,8 @@ class EventRouter {
 
   /// Ends the transaction (wal2json C; `end_lsn` is its `nextlsn`, the end of the commit record):
   /// the transaction-metadata END record when enabled and the transaction produced events;
-  /// otherwise nothing.
+  /// otherwise nothing. A transaction without changes or messages (DDL) makes tables keyed by
+  /// their REPLICA IDENTITY read their shape again at their next change (lookup_needed).
   ///
   /// `source.sequence` is `["<last commit>","<change LSN>"]` as Debezium's PostgreSQL connector
   /// writes it (PostgresStreamingChangeEventSource, lastCompletelyProcessedLsn): the first element
