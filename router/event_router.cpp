@@ -345,6 +345,10 @@ struct EventRouter::Rule {
   bool tombstones = true;
   std::vector<std::string> key_columns;  // configured (key_columns of the tables entry)
   bool identity_key_warned = false;      // a change keyed by its identity (see select_key)
+  bool kind_warned = false;              // a name that is now a relation of another kind
+  // catalog_epoch_ when `schema` was last read: a table keyed by its replica identity is read
+  // again at its next change after a transaction without changes (DDL).
+  std::uint64_t identity_epoch = 0;
   // Last shape check of a partial UPDATE or DELETE (coarse_monotonic); none yet: nullopt.
   std::optional<std::chrono::nanoseconds> shape_verified;
   // The JSON tokens of `names_json_of`'s column names (a debezium DELETE's padded `before`).
@@ -413,6 +417,16 @@ EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_vi
   r.leaf_schema = std::string(schema);
   r.leaf_table = std::string(table);
   r.schema = schemas_ != nullptr ? schemas_->table(schema, table, false) : nullptr;
+  r.identity_epoch = catalog_epoch_;
+  if (r.schema != nullptr && !r.schema->captured_kind()) {
+    // wal2json decodes a materialized view's rows (its creation, REFRESH ... CONCURRENTLY): such
+    // a relation is never published, also when it appeared after start-up (issue 25 item 1).
+    spdlog::info(
+        "skipping {}.{} ({}): only ordinary and partitioned tables are captured, its changes are "
+        "not published",
+        schema, table, r.schema->kind_name());
+    return r;
+  }
   const bool is_leaf = r.schema != nullptr && (r.schema->root_schema != r.leaf_schema ||
                                                r.schema->root_table != r.leaf_table);
   struct Name {
@@ -632,6 +646,7 @@ void EventRouter::begin(std::uint64_t xid, Lsn commit_lsn, std::chrono::microsec
   commit_ts_ms_ = floor_div(commit_ts_us_, 1000);
   txn_counts_for_sequence_ = false;
   txn_first_lsn_ = Lsn{};
+  txn_changes_ = 0;
   record_index_ = 0;
   event_count_ = 0;
   begin_emitted_ = false;
@@ -721,6 +736,7 @@ void EventRouter::count_for_sequence(Lsn change_lsn) {
 void EventRouter::note_message(const decoder::Change& message) {
   // pgoutput (messages=true, as Debezium asks for on PostgreSQL 14+) sends every logical message:
   // a transactional one makes its transaction non-empty; a non-transactional one is its own unit.
+  ++txn_changes_;
   if (message.transactional) {
     count_for_sequence(message.lsn);
   } else {
@@ -732,6 +748,10 @@ std::span<const Record> EventRouter::commit(Lsn end_lsn) {
   used_slots_ = 0;
   records_.clear();
   if (txn_counts_for_sequence_) last_commit_end_ = end_lsn;
+  // A transaction without changes is DDL (or changes wal2json filtered out): a replica identity
+  // may have moved, so tables keyed by it verify their shape at their next change.
+  if (txn_changes_ == 0) ++catalog_epoch_;
+  txn_changes_ = 0;
   txn_counts_for_sequence_ = false;
   txn_first_lsn_ = Lsn{};
   if (!begin_emitted_) return {};
@@ -766,6 +786,7 @@ std::expected<std::span<const Record>, MappingError> EventRouter::route(const de
   using decoder::Action;
   used_slots_ = 0;
   change_lsn_ = c.lsn;
+  ++txn_changes_;
   std::expected<void, MappingError> result;
   switch (c.action) {
     case Action::kInsert:
@@ -1066,17 +1087,16 @@ void EventRouter::note_shape_change(const Rule& rule, const TableSchema* before)
                rule.data_collection, names(before), names(after), key(before), key(after));
 }
 
-void EventRouter::select_key(const decoder::Change& c, const Rule& rule) {
+bool EventRouter::select_key(const decoder::Change& c, const Rule& rule, std::string& err) {
   // The columns an event is keyed by, from the change itself (shared/cases/CASE-05: a key never
   // depends on when walrelay last read the catalog): the tables entry's key_columns; else the
   // line's own `pk` (wal2json's primary key of the row as written), in the constraint's order
   // when the catalog's primary key names the same columns (Debezium keys in the key's declaration
-  // order); else, for a table without a primary key, its REPLICA IDENTITY index (an INSERT
-  // carries no identity, so the catalog is the only source).
+  // order); else, for a table without a primary key, its REPLICA IDENTITY index as written.
   key_order_.clear();
   if (!rule.key_columns.empty()) {
     for (const auto& k : rule.key_columns) key_order_.emplace_back(k);
-    return;
+    return true;
   }
   if (!c.pk.empty()) {
     const bool catalog_agrees =
@@ -1088,11 +1108,84 @@ void EventRouter::select_key(const decoder::Change& c, const Rule& rule) {
     } else {
       key_order_.assign(c.pk.begin(), c.pk.end());
     }
-    return;
+    return true;
   }
-  if (rule.schema != nullptr && rule.schema->replica_identity == 'i') {
-    for (const auto& k : rule.schema->replica_identity_index) key_order_.emplace_back(k);
+  if (rule.schema == nullptr) return true;  // no catalog shape: null key, as before
+  return select_identity_key(c, *rule.schema, err);
+}
+
+bool EventRouter::select_identity_key(const decoder::Change& c, const TableSchema& shape,
+                                      std::string& err) {
+  // A row without a primary key is keyed by its REPLICA IDENTITY USING INDEX columns (FULL,
+  // DEFAULT and NOTHING give a null key). An UPDATE or DELETE names the identity it was written
+  // under (wal2json's `identity`: the index's columns, or the whole old row under FULL); an
+  // INSERT carries none, so the catalog (read again after DDL, shape_refresh_due) tells, and an
+  // INSERT without the catalog's index columns (renamed or dropped since) cannot be decided.
+  using decoder::Action;
+  const bool catalog_index = shape.replica_identity == 'i' && !shape.replica_identity_index.empty();
+  const auto use_catalog_index = [&] {
+    for (const auto& k : shape.replica_identity_index) key_order_.emplace_back(k);
+  };
+  const bool identity_image =
+      (c.action == Action::kUpdate || c.action == Action::kDelete) && !c.identity.empty();
+  if (!identity_image) {
+    if (!catalog_index) return true;
+    std::vector<std::string_view> absent;
+    for (const auto& k : shape.replica_identity_index) {
+      if (find_column(c.columns, k) == nullptr) absent.push_back(k);
+    }
+    if (c.action == Action::kInsert && !absent.empty()) {
+      err = "cannot tell the REPLICA IDENTITY this INSERT was written under: it has no column " +
+            join_names(absent) + " of the identity index (" +
+            join_names(std::vector<std::string_view>(shape.replica_identity_index.begin(),
+                                                     shape.replica_identity_index.end())) +
+            ") the catalog has now (renamed or dropped since?); not published with another key";
+      return false;
+    }
+    use_catalog_index();
+    return true;
   }
+  const bool agrees =
+      catalog_index && c.identity.size() == shape.replica_identity_index.size() &&
+      std::all_of(c.identity.begin(), c.identity.end(), [&](const decoder::Column& k) {
+        return contains(shape.replica_identity_index, k.name);
+      });
+  if (agrees) {
+    use_catalog_index();  // the index's own column order
+    return true;
+  }
+  // The identity as written differs from the catalog's: USING INDEX (only the index's columns)
+  // or FULL (the whole old row, a null key)?
+  bool index = false;
+  if (c.action == Action::kUpdate) {
+    // FULL's old row has every column, the new one may lack only unchanged TOASTed ones.
+    if (c.identity.size() < c.columns.size()) {
+      index = true;
+    } else if (c.identity.size() == c.columns.size()) {
+      index = std::any_of(shape.columns.begin(), shape.columns.end(), [&](const ColumnInfo& col) {
+        return find_column(c.columns, col.name) == nullptr;
+      });
+    }
+  } else {
+    std::vector<std::string_view> unknown;
+    for (const auto& k : c.identity) {
+      if (shape.column(k.name) == nullptr) unknown.push_back(k.name);
+    }
+    if (!unknown.empty()) {
+      err =
+          "cannot tell the REPLICA IDENTITY this DELETE was written under (an index or FULL): "
+          "its identity names column " +
+          join_names(unknown) +
+          ", which the table does not have now (renamed or dropped since?); not published "
+          "with another key";
+      return false;
+    }
+    index = c.identity.size() < shape.columns.size();
+  }
+  if (index) {
+    for (const auto& k : c.identity) key_order_.push_back(k.name);
+  }
+  return true;
 }
 
 bool EventRouter::append_key(std::string& out, const std::vector<decoder::Column>& image,
@@ -1354,6 +1447,14 @@ bool EventRouter::shape_mismatch(const decoder::Change& c, const Rule& rule) con
 
 bool EventRouter::shape_refresh_due(const decoder::Change& c, const Rule& rule) const {
   if (shape_mismatch(c, rule)) return true;
+  // A change without a primary key whose key comes from the replica identity (an INSERT carries
+  // none, so the catalog tells): read again after DDL, so the identity a change was written under
+  // keys it from the first change after a switch (issue 25 item 2).
+  if (rule.key_columns.empty() && c.pk.empty() && rule.identity_epoch != catalog_epoch_ &&
+      (c.action == decoder::Action::kInsert || c.action == decoder::Action::kUpdate ||
+       c.action == decoder::Action::kDelete)) {
+    return true;
+  }
   // An UPDATE leaves out unchanged TOASTed columns, or a column was dropped: the line cannot
   // tell, so verify the shape, at most once a second per table (a dropped column is never
   // filled with the TOAST placeholder for longer).
@@ -1403,7 +1504,17 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
     if (refresh) {
       const TableSchema* before = rule.schema;
       rule.schema = schemas_->table(rule.leaf_schema, rule.leaf_table, true);
+      rule.identity_epoch = catalog_epoch_;
       note_shape_change(rule, before);
+    }
+    if (rule.schema != nullptr && !rule.schema->captured_kind()) {
+      // The name was dropped and made again as another kind (a materialized view): not published.
+      if (!rule.kind_warned) {
+        rule.kind_warned = true;
+        spdlog::warn("table {} is now {}: its changes are not published", rule.data_collection,
+                     rule.schema->kind_name());
+      }
+      return {};
     }
   } else if (rule.schema == nullptr && c.action == decoder::Action::kInsert &&
              snapshot_ == nullptr) {
@@ -1439,8 +1550,8 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
       }
     }
   }
-  select_key(c, rule);
   std::string err;
+  if (!select_key(c, rule, err)) return fail(err);
 
   auto emit = [&](char op, const std::vector<decoder::Column>* key_image,
                   const std::vector<decoder::Column>* before, bool after) -> bool {
@@ -1457,28 +1568,48 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
       });
       if (complete) {
         has_key = append_key(s.key, *key_image, rule, err, header);
-      } else if (!rule.key_columns.empty() && key_image != &c.identity) {
-        // A new row image without a configured key column (dropped since the shape was read):
-        // keying it by its other columns would publish it under another key.
+      } else if (key_image != &c.identity) {
+        // A new row image without a key column (dropped or renamed since the shape was read):
+        // keying it by its other columns (the whole row) would publish it under another key.
         std::vector<std::string_view> absent;
         for (std::string_view k : key_order_) {
           if (find_column(*key_image, k) == nullptr) absent.push_back(k);
         }
         err = "the change does not carry key column(s) " + join_names(absent) +
-              " (key_columns): not published with another key";
+              (rule.key_columns.empty() ? "" : " (key_columns)") +
+              ": not published with another key";
         return false;
       } else {
         // The change carries another identity than its key: a DELETE written under REPLICA
-        // IDENTITY USING INDEX of a table with a primary key has only the index's columns. Key it
-        // by them (never a key of nulls, shared/cases/BUG-10), and say so once per table.
+        // IDENTITY USING INDEX of a table with a primary key has only the index's columns, one
+        // written under DEFAULT (before a switch to an index that key_columns names) only the
+        // primary key. Key it by them (never a key of nulls, shared/cases/BUG-10), and say why
+        // once per table.
         if (!rule.identity_key_warned) {
           rule.identity_key_warned = true;
-          spdlog::warn(
-              "a change of {} at LSN {} does not carry its key columns (its REPLICA IDENTITY is "
-              "an index other than the primary key): keyed by the identity's columns instead, "
-              "so it lands on another key than the row's other events. Use REPLICA IDENTITY "
-              "DEFAULT or FULL, or key_columns naming the index's columns",
-              rule.data_collection, c.lsn.to_string());
+          std::vector<std::string_view> carried;
+          for (const auto& col : c.identity) carried.push_back(col.name);
+          const bool primary_key = rule.schema != nullptr && !rule.schema->primary_key.empty() &&
+                                   carried.size() == rule.schema->primary_key.size() &&
+                                   std::all_of(carried.begin(), carried.end(), [&](auto k) {
+                                     return contains(rule.schema->primary_key, k);
+                                   });
+          if (primary_key) {
+            spdlog::warn(
+                "a change of {} at LSN {} was written under REPLICA IDENTITY DEFAULT (before a "
+                "switch to USING INDEX): it carries only the primary key {}, not the key columns "
+                "{}; keyed by the primary key instead, so it lands on another key than the row's "
+                "later events",
+                rule.data_collection, c.lsn.to_string(), join_names(carried),
+                join_names(key_order_));
+          } else {
+            spdlog::warn(
+                "a change of {} at LSN {} does not carry its key columns (its REPLICA IDENTITY is "
+                "an index other than the primary key): keyed by the identity's columns instead, "
+                "so it lands on another key than the row's other events. Use REPLICA IDENTITY "
+                "DEFAULT or FULL, or key_columns naming the index's columns",
+                rule.data_collection, c.lsn.to_string());
+          }
         }
         const std::vector<std::string_view> saved = key_order_;
         key_order_.clear();

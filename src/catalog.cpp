@@ -178,6 +178,7 @@ class Catalog::Load {
         ts_->root_schema = cell(*rows, 0, 2);
         ts_->root_table = cell(*rows, 0, 3);
         ts_->partitioned = cell(*rows, 0, 4) == "p";
+        ts_->kind = cell(*rows, 0, 4).empty() ? 'r' : cell(*rows, 0, 4)[0];
         step_ = Step::kColumns;
         return {};
       case Step::kColumns:

@@ -94,6 +94,20 @@ void Connector::compare_catalog(const TableMatcher& matcher) {
           "catalog check: UPDATE and DELETE of {} are no longer captured ({}): wal2json drops "
           "them without a trace. Set REPLICA IDENTITY DEFAULT (with a primary key) or FULL",
           key, problem);
+    } else if (problem.empty() && !was->second.empty()) {
+      // The start-up warning (or an earlier alarm) said wal2json drops them: no longer true.
+      std::string now_is = t.replica_identity == 'f' ? "FULL" : "DEFAULT with a primary key";
+      if (t.replica_identity == 'i') {
+        now_is = "USING INDEX on (";
+        for (std::size_t i = 0; i < t.replica_identity_key.size(); ++i) {
+          now_is += (i == 0 ? "" : ", ") + t.replica_identity_key[i];
+        }
+        now_is += t.has_primary_key ? ")" : "), which keys its events";
+      }
+      spdlog::info(
+          "catalog check: UPDATE and DELETE of {} are captured again (it had {}; REPLICA "
+          "IDENTITY is now {})",
+          key, was->second, now_is);
     }
     now[key] = std::move(problem);
   }

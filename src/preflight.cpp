@@ -124,17 +124,22 @@ TablePreflight preflight_tables(const std::vector<MatchedTable>& matched,
       glob_mask_unseen[m.entry].clear();  // every mask column is in this table
     }
     const char ident = m.replica_identity;
-    if (m.has_primary_key && ident == 'i' && tc.key_columns.empty() &&
+    // (An identity index that was dropped is not this case: warned about below.)
+    if (m.has_primary_key && ident == 'i' && !m.replica_identity_key.empty() &&
+        tc.key_columns.empty() &&
         std::set<std::string>(m.primary_key.begin(), m.primary_key.end()) !=
             std::set<std::string>(m.replica_identity_key.begin(), m.replica_identity_key.end())) {
       // Its INSERTs and UPDATEs carry the primary key, its DELETEs only the index's columns
       // (shared/cases/BUG-10, CASE-05): no key serves every event. The user chooses.
       const std::string idx = join(m.replica_identity_key);
-      refuse(
-          "table " + qualified + " has a primary key but REPLICA IDENTITY USING INDEX on (" + idx +
-          "): its DELETEs carry only the index's columns, so no key fits all its events. "
-          "Set key_columns: [" +
-          idx + "] for it (every event keyed by the index), or REPLICA IDENTITY DEFAULT or FULL");
+      refuse("table " + qualified + " has a primary key but REPLICA IDENTITY USING INDEX on (" +
+             idx +
+             "): its DELETEs carry only the index's columns, so no key fits all its events. "
+             "Set key_columns: [" +
+             idx +
+             "] for it (every event written under the index keyed by it; a DELETE written before "
+             "the switch to the index, still in the slot's backlog, carries only the primary key "
+             "and is keyed by it, with a warning), or REPLICA IDENTITY DEFAULT or FULL");
     }
     if (ident == 'n' || (ident == 'i' && m.replica_identity_key.empty())) {
       warn("table " + qualified + " has REPLICA IDENTITY " +

@@ -105,7 +105,9 @@ class EventRouter {
   /// The SchemaProvider call route(`change`) would make, so that a caller whose provider answers
   /// asynchronously can load it first (then route() answers from the provider's cache): the
   /// table on its first sight, or its shape again when the change's columns disagree with the
-  /// cached shape (or a partial UPDATE/DELETE is due a check, at most once a second per table).
+  /// cached shape (or a partial UPDATE/DELETE is due a check, at most once a second per table; or
+  /// a change without a primary key, keyed by the REPLICA IDENTITY, is the table's first since a
+  /// transaction without changes: DDL, which wal2json sends as an empty BEGIN/COMMIT).
   /// nullopt: route() asks the provider nothing for it. No side effects; messages, BEGIN and
   /// COMMIT never need a lookup.
   std::optional<SchemaLookup> lookup_needed(const decoder::Change& change);
@@ -121,7 +123,8 @@ class EventRouter {
 
   /// Ends the transaction (wal2json C; `end_lsn` is its `nextlsn`, the end of the commit record):
   /// the transaction-metadata END record when enabled and the transaction produced events;
-  /// otherwise nothing.
+  /// otherwise nothing. A transaction without changes or messages (DDL) makes tables keyed by
+  /// their REPLICA IDENTITY read their shape again at their next change (lookup_needed).
   ///
   /// `source.sequence` is `["<last commit>","<change LSN>"]` as Debezium's PostgreSQL connector
   /// writes it (PostgresStreamingChangeEventSource, lastCompletelyProcessedLsn): the first element
@@ -224,8 +227,11 @@ class EventRouter {
   /// SimpleHeaderConverter prints Debezium's key struct (the `__debezium.newkey`/`oldkey` header).
   /// Warns when a refresh gave `rule` another shape than `before` (columns, key, or none).
   void note_shape_change(const Rule& rule, const TableSchema* before);
-  /// Sets key_order_: the columns `c`'s event is keyed by (see the definition).
-  void select_key(const decoder::Change& c, const Rule& rule);
+  /// Sets key_order_: the columns `c`'s event is keyed by (see the definition). False (`err`
+  /// says why: a mapping error) when the identity `c` was written under cannot be decided.
+  bool select_key(const decoder::Change& c, const Rule& rule, std::string& err);
+  /// select_key for a change without a primary key: its REPLICA IDENTITY index as written.
+  bool select_identity_key(const decoder::Change& c, const TableSchema& shape, std::string& err);
   bool append_key(std::string& out, const std::vector<decoder::Column>& image, const Rule& rule,
                   std::string& err, std::string* header = nullptr);
   static void append_connect_header_string(std::string& out, std::string_view text);
@@ -268,10 +274,12 @@ class EventRouter {
   std::int64_t commit_ts_us_ = 0;         //   and in µs
   Lsn last_commit_end_;                   // source.sequence's first element; 0/0 = null
   bool txn_counts_for_sequence_ = false;  // the open transaction moves last_commit_end_
-  Lsn txn_first_lsn_;               // its first change that counts (pgoutput's BEGIN position)
-  Lsn change_lsn_;                  // the change being routed
-  std::uint32_t record_index_ = 0;  // records published in this transaction (ids)
-  std::uint32_t event_count_ = 0;   // data events (transaction metadata total_order)
+  Lsn txn_first_lsn_;                // its first change that counts (pgoutput's BEGIN position)
+  Lsn change_lsn_;                   // the change being routed
+  std::uint32_t record_index_ = 0;   // records published in this transaction (ids)
+  std::uint64_t txn_changes_ = 0;    // changes and messages in the open transaction
+  std::uint64_t catalog_epoch_ = 0;  // transactions without changes (DDL) so far (identity_epoch)
+  std::uint32_t event_count_ = 0;    // data events (transaction metadata total_order)
   bool begin_emitted_ = false;
   std::string txn_id_;     // "<xid>:<commit lsn>" for transaction metadata
   std::string id_prefix_;  // "<commit lsn>:" of row-change record ids (next_slot)

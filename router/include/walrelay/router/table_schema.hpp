@@ -54,8 +54,30 @@ struct TableSchema {
   /// A partitioned table (relkind 'p'): its rows are its partitions'. Any other table's rows are
   /// its own, not its inheritance children's (INHERITS), which wal2json reports as theirs.
   bool partitioned = false;
+  /// pg_class.relkind: 'r' (ordinary) and 'p' (partitioned) are captured; any other kind (a
+  /// materialized view 'm', whose REFRESH CONCURRENTLY and creation wal2json decodes as rows) is
+  /// never published, whenever it appeared (captured_kind()).
+  char kind = 'r';
 
   friend bool operator==(const TableSchema&, const TableSchema&) = default;
+
+  /// Whether walrelay captures relations of this kind (ordinary and partitioned tables).
+  [[nodiscard]] bool captured_kind() const { return kind == 'r' || kind == 'p'; }
+  /// "a materialized view", "a view", ... for logs.
+  [[nodiscard]] const char* kind_name() const {
+    switch (kind) {
+      case 'm':
+        return "a materialized view";
+      case 'v':
+        return "a view";
+      case 'f':
+        return "a foreign table";
+      case 'S':
+        return "a sequence";
+      default:
+        return "a relation of another kind";
+    }
+  }
 
   [[nodiscard]] const ColumnInfo* column(std::string_view name) const {
     for (const auto& c : columns) {
