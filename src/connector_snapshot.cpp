@@ -449,8 +449,9 @@ void Connector::start_incremental() {
     return;
   }
   if (!*initial || (*initial)->slot != slot) {
-    // A slot streamed before snapshots existed (or with mode never): what is captured now is
-    // taken as known, so an upgrade does not read every table again.
+    // A slot walrelay did not create, whose tables queue_snapshot_of_existing_slot queued (a
+    // slot with a record and no proof of its snapshot was read again by
+    // resume_snapshot_progress): what is captured now is known.
     snapshot::SnapshotProgress known;
     known.slot = slot;
     known.lsn = start_lsn_.is_zero() ? Lsn{1} : start_lsn_;
