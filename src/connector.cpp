@@ -457,13 +457,15 @@ Connector::Outcome Connector::prepare() {
         !created_slot_at_.is_zero() && start_lsn_ == created_slot_at_ ? Lsn{} : start_lsn_);
     // A slot walrelay has no record of ever streaming from (record_ is saved below, before the
     // first START_REPLICATION): its rows are still owed to Kafka.
-    if (!record_ && cfg_.snapshot.mode == "initial" && !queue_snapshot_of_existing_slot(slot)) {
-      return fatal(ExitCode::kRuntimeError);
+    if (!record_ && cfg_.snapshot.mode == "initial") {
+      if (!queue_snapshot_of_existing_slot(slot)) return fatal(ExitCode::kRuntimeError);
+      existing_slot_queued_ = true;  // a later session's record is this process's own
     }
     // After eos_prepare (continue_session): Kafka's last committed position first, with the
     // snapshot progress consumers saw, so that a resumed snapshot starts right after its last
     // committed row.
-    after_prepare_ = [this, slot, confirmed = s.confirmed_flush_lsn, had_record = !!record_] {
+    after_prepare_ = [this, slot, confirmed = s.confirmed_flush_lsn,
+                      had_record = record_ && !existing_slot_queued_] {
       return resume_snapshot_progress(slot, confirmed, had_record) ? Outcome::kStreaming
                                                                    : fatal(ExitCode::kRuntimeError);
     };

@@ -183,6 +183,9 @@ class Connector {
   [[nodiscard]] std::optional<snapshot::SnapshotProgress> load_incremental_queue();
   /// The slot record loaded at start said `<slot>.incremental` was kept, or this process made sure.
   bool incremental_kept_ = false;
+  /// queue_snapshot_of_existing_slot ran in this process (the slot had no record): a later
+  /// session's missing `<slot>.snapshot` is that case still, not lost progress.
+  bool existing_slot_queued_ = false;
   /// Queues tables (with their acknowledged positions) for an incremental snapshot, durably.
   bool hand_over_to_incremental(const std::vector<snapshot::TableProgress>& tables);
   /// delivery exactly_once, at a session's start: the snapshot progress in `position` (Kafka's last
