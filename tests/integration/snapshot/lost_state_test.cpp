@@ -130,15 +130,15 @@ class LostStateTest : public IntegrationTest {
 };
 
 // The case, smaller: SIGKILL during the initial snapshot, then `<slot>.snapshot` lost
-// (deleted, emptied, torn, or replaced by YAML listing no table) with `<slot>.state` kept. Every
-// row must reach Kafka: the table is read again, with a warning saying why. Before, the missing
-// and the table-less file were taken as "done" (rows never published) and the others stopped
-// walrelay.
+// (deleted, torn, or replaced by YAML listing no table; an empty one is below) with
+// `<slot>.state` kept. Every row must reach Kafka: the table is read again, with a warning saying
+// why. Before, the missing and the table-less file were taken as "done" (2,400 of 20,000 rows
+// published) and the torn one stopped walrelay.
 TEST_F(LostStateTest, LostSnapshotProgressIsNotTakenAsDone) {
   constexpr std::size_t kRows = 20'000;
   constexpr std::size_t kChunk = 100;
   create_rows_table("t", kRows);
-  for (const Damage d : {Damage::kMissing, Damage::kEmpty, Damage::kCorrupt, Damage::kOtherShape}) {
+  for (const Damage d : {Damage::kMissing, Damage::kCorrupt, Damage::kOtherShape}) {
     SCOPED_TRACE(damage_name(d));
     const auto cfg = config(damage_name(d), kChunk);
     WalrelayProcess proc(yaml_of(cfg, kChunk), std::string("walrelay ") + damage_name(d));
