@@ -96,6 +96,7 @@ ExitCode Connector::run() {
     return ExitCode::kRuntimeError;
   }
   record_ = *loaded;
+  incremental_kept_ = record_ && record_->incremental_kept;
   // Allowed, but weaker than the defaults: say so once.
   if (auto it = cfg_.kafka.properties.find("acks");
       it != cfg_.kafka.properties.end() && it->second != "all" && it->second != "-1") {
@@ -447,6 +448,7 @@ Connector::Outcome Connector::prepare() {
       return Outcome::kStandby;
     }
     start_lsn_ = s.confirmed_flush_lsn;
+    note_slot_rewind(start_lsn_);
     // The slot this process created, not yet confirmed past its consistent point (a session
     // restarted before its first commit, e.g. for the wal2json option fallback): still no last
     // commit.
@@ -454,15 +456,17 @@ Connector::Outcome Connector::prepare() {
         !created_slot_at_.is_zero() && start_lsn_ == created_slot_at_ ? Lsn{} : start_lsn_);
     // A slot walrelay has no record of ever streaming from (record_ is saved below, before the
     // first START_REPLICATION): its rows are still owed to Kafka.
-    if (!record_ && cfg_.snapshot.mode == "initial" && !queue_snapshot_of_existing_slot(slot)) {
-      return fatal(ExitCode::kRuntimeError);
+    if (!record_ && cfg_.snapshot.mode == "initial") {
+      if (!queue_snapshot_of_existing_slot(slot)) return fatal(ExitCode::kRuntimeError);
+      existing_slot_queued_ = true;  // a later session's record is this process's own
     }
     // After eos_prepare (continue_session): Kafka's last committed position first, with the
     // snapshot progress consumers saw, so that a resumed snapshot starts right after its last
     // committed row.
-    after_prepare_ = [this, slot, confirmed = s.confirmed_flush_lsn] {
-      return resume_snapshot_progress(slot, confirmed) ? Outcome::kStreaming
-                                                       : fatal(ExitCode::kRuntimeError);
+    after_prepare_ = [this, slot, confirmed = s.confirmed_flush_lsn,
+                      had_record = record_ && !existing_slot_queued_] {
+      return resume_snapshot_progress(slot, confirmed, had_record) ? Outcome::kStreaming
+                                                                   : fatal(ExitCode::kRuntimeError);
     };
   }
   tracker_ = sink::AckTracker{};
@@ -486,6 +490,7 @@ Connector::Outcome Connector::prepare() {
     rec.confirmed = record_->confirmed;
   }
   rec.reset_used = record_ && record_->reset_used;
+  rec.incremental_kept = incremental_kept_;
   record_ = rec;
   save_record();
   return Outcome::kStreaming;

@@ -156,8 +156,14 @@ class Connector {
   /// A new progress record listing the captured tables, saved before the slot is created.
   bool begin_snapshot_progress(const std::string& slot);
   bool save_snapshot_progress();
-  /// An existing slot: an unfinished snapshot of it is resumed (at current state).
-  bool resume_snapshot_progress(const std::string& slot, Lsn confirmed_flush_lsn);
+  /// An existing slot: an unfinished snapshot of it is resumed (at current state). Without proof
+  /// that its snapshot finished (`<slot>.snapshot` missing while walrelay has a slot record
+  /// (`had_record`), empty, malformed, unreadable or of another slot) every captured table is
+  /// read again the same way, with a warning saying why: never taken as done.
+  bool resume_snapshot_progress(const std::string& slot, Lsn confirmed_flush_lsn, bool had_record);
+  /// The captured row-change tables with a key, as not-done progress entries (what an incremental
+  /// snapshot can read); "schema.table, …" of those without one in `keyless`.
+  std::vector<snapshot::TableProgress> keyed_snapshot_tables(std::string& keyless) const;
   /// snapshot.mode initial, an existing slot walrelay never streamed from (no slot record, no
   /// initial snapshot progress of it: created by `walrelay slot create`, by SQL or by a DBA): its
   /// exported snapshot is gone, so every captured row-change table with a key is queued durably
@@ -170,9 +176,16 @@ class Connector {
   Outcome prepare_initial_only();
   void run_snapshot();
   /// The incremental snapshot queue saved for this slot (`<state dir>/<slot>.incremental`);
-  /// nullopt when there is none, it is of another slot (an older one of this name), or the file
-  /// cannot be read (the error is not reported here).
-  [[nodiscard]] std::optional<snapshot::SnapshotProgress> load_incremental_queue() const;
+  /// nullopt when there is none. A queue that was lost (the file empty, malformed, unreadable, of
+  /// another slot, or missing although the slot record says it was kept) is replaced by every
+  /// captured table with a key (what it held is unknown: reading them again loses nothing), with
+  /// a warning. Afterwards the file exists (an empty queue too) and the slot record says so.
+  [[nodiscard]] std::optional<snapshot::SnapshotProgress> load_incremental_queue();
+  /// The slot record loaded at start said `<slot>.incremental` was kept, or this process made sure.
+  bool incremental_kept_ = false;
+  /// queue_snapshot_of_existing_slot ran in this process (the slot had no record): a later
+  /// session's missing `<slot>.snapshot` is that case still, not lost progress.
+  bool existing_slot_queued_ = false;
   /// Queues tables (with their acknowledged positions) for an incremental snapshot, durably.
   bool hand_over_to_incremental(const std::vector<snapshot::TableProgress>& tables);
   /// delivery exactly_once, at a session's start: the snapshot progress in `position` (Kafka's last
@@ -222,6 +235,16 @@ class Connector {
   void name_wal_holder(long long behind_confirmed);
   bool retained_poll_running_ = false;
   long long retained_wal_bytes_ = -1;
+  /// At a session's start on an existing slot whose confirmed_flush_lsn (`slot_confirmed`) is
+  /// behind the furthest position walrelay confirmed to the server (the slot record): the
+  /// server lost confirmations (a PostgreSQL restart keeps a slot's position only as of its last
+  /// checkpoint), so the WAL in between is decoded again. Logged and counted once per move back
+  /// (connector_slot_rewind.cpp), never an error.
+  void note_slot_rewind(Lsn slot_confirmed);
+  std::uint64_t slot_rewinds_ = 0;       ///< walrelay_slot_rewinds_total
+  std::uint64_t slot_rewind_bytes_ = 0;  ///< walrelay_slot_rewind_bytes_total
+  Lsn rewind_reported_;                  ///< the record position the last report was against
+  Lsn rewind_reported_from_;             ///< and the slot position it reported
 
   // Metrics and health (connector_metrics.cpp).
   void start_metrics();

@@ -169,6 +169,13 @@ std::string Connector::metrics_text() {
   sample(out, "walrelay_catalog_lookup_waiting", parked_ ? 1 : 0);
   metric(out, "walrelay_reconnects_total", "counter", "replication sessions retried");
   sample(out, "walrelay_reconnects_total", reconnects_);
+  metric(out, "walrelay_slot_rewinds_total", "counter",
+         "sessions that found the slot's confirmed_flush_lsn behind the position walrelay had "
+         "confirmed (a PostgreSQL restart without a checkpoint): its changes are decoded again");
+  sample(out, "walrelay_slot_rewinds_total", slot_rewinds_);
+  metric(out, "walrelay_slot_rewind_bytes_total", "counter",
+         "WAL bytes between those two positions, decoded again");
+  sample(out, "walrelay_slot_rewind_bytes_total", slot_rewind_bytes_);
   metric(out, "walrelay_slot_retained_wal_bytes", "gauge",
          "WAL the server keeps for the slot, from its restart_lsn (polled; -1 unknown)");
   sample(out, "walrelay_slot_retained_wal_bytes", retained_wal_bytes_);

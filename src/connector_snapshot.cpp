@@ -35,8 +35,7 @@ bool Connector::begin_snapshot_progress(const std::string& slot) {
   // slot of this name (dropped, e.g. with source.allow_slot_reset) are not this slot's.
   const snapshot::SnapshotProgressStore incremental(progress_dir(cfg_), slot, ".incremental");
   auto loaded = incremental.load();
-  if (loaded && !*loaded) return true;
-  if (loaded && (*loaded)->slot == slot && !(*loaded)->tables.empty()) {
+  if (loaded && *loaded && (*loaded)->slot == slot && !(*loaded)->tables.empty()) {
     spdlog::warn(
         "snapshot: the incremental snapshot progress in {} is of an older slot {} (the new "
         "slot's snapshot reads every table): discarded",
@@ -44,10 +43,12 @@ bool Connector::begin_snapshot_progress(const std::string& slot) {
   }
   snapshot::SnapshotProgress empty;
   empty.slot = slot;
+  // Written even when there was none: from now on a missing file was lost (SlotRecord).
   if (auto saved = incremental.save(empty); !saved) {
     reason_ = "cannot save the incremental snapshot progress: " + saved.error();
     return false;
   }
+  incremental_kept_ = true;
   return true;
 }
 
@@ -59,7 +60,8 @@ bool Connector::save_snapshot_progress() {
   return true;
 }
 
-bool Connector::resume_snapshot_progress(const std::string& slot, Lsn confirmed_flush_lsn) {
+bool Connector::resume_snapshot_progress(const std::string& slot, Lsn confirmed_flush_lsn,
+                                         bool had_record) {
   snapshot_progress_.reset();
   exported_snapshot_.clear();
   if (cfg_.snapshot.mode == "never") {
@@ -76,12 +78,36 @@ bool Connector::resume_snapshot_progress(const std::string& slot, Lsn confirmed_
   }
   snapshot_store_ = std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot);
   auto loaded = snapshot_store_->load();
+  // Only a readable progress file of this slot that says every table is done proves that the
+  // snapshot finished: without it the tables are read again (issue 25 item 7).
+  std::string unproven;
   if (!loaded) {
-    reason_ = loaded.error();
-    return false;
+    unproven = loaded.error();
+  } else if (!*loaded) {
+    // No record either: a slot walrelay never streamed (queue_snapshot_of_existing_slot's case).
+    if (!had_record) return true;
+    unproven = snapshot_store_->path() + " is missing, yet walrelay streamed this slot (" +
+               state_.path() + ")";
+  } else if ((*loaded)->slot != slot) {
+    unproven = snapshot_store_->path() + " is of slot '" + (*loaded)->slot + "'";
+  } else if ((*loaded)->complete()) {
+    return true;
   }
-  if (!*loaded || (*loaded)->slot != slot || (*loaded)->complete()) return true;
-  snapshot_progress_ = std::move(**loaded);
+  if (unproven.empty()) {
+    snapshot_progress_ = std::move(**loaded);
+  } else {
+    snapshot::SnapshotProgress again;
+    again.slot = slot;
+    again.lsn = confirmed_flush_lsn;
+    for (const auto& [schema, table] : snapshot_tables_) {
+      again.tables.push_back(snapshot::table_progress(schema, table, false));
+    }
+    spdlog::warn(
+        "snapshot: no proof that the snapshot of slot {} finished ({}): its {} captured "
+        "table(s) are read again (at least once), as an interrupted snapshot is resumed",
+        slot, unproven, again.tables.size());
+    snapshot_progress_ = std::move(again);
+  }
   // Created, then a crash before the consistent point was recorded: the slot has not moved since.
   if (snapshot_progress_->lsn.is_zero()) snapshot_progress_->lsn = confirmed_flush_lsn;
   snapshot_progress_->resumed = true;
@@ -113,24 +139,11 @@ bool Connector::resume_snapshot_progress(const std::string& slot, Lsn confirmed_
 bool Connector::queue_snapshot_of_existing_slot(const std::string& slot) {
   const snapshot::SnapshotProgressStore initial(progress_dir(cfg_), slot);
   auto loaded = initial.load();
-  if (!loaded) {
-    reason_ = loaded.error();
-    return false;
-  }
-  if (*loaded && (*loaded)->slot == slot) return true;  // walrelay created it and snapshots it
-  std::vector<snapshot::TableProgress> tables;
+  // Progress of this slot (walrelay created it and snapshots it), or unreadable progress
+  // (resume_snapshot_progress reads every table again, saying why): not this case.
+  if (!loaded || *loaded) return true;
   std::string keyless;
-  for (const auto& [schema, table] : snapshot_tables_) {
-    const router::TableSchema* shape = catalog_->table(schema, table, /*refresh=*/false);
-    auto plan = shape != nullptr
-                    ? snapshot::make_read_plan(*shape, router_->key_columns_of(schema, table))
-                    : std::nullopt;
-    if (!plan || plan->key.empty()) {
-      keyless += (keyless.empty() ? "" : ", ") + schema + "." + table;
-      continue;
-    }
-    tables.push_back(snapshot::table_progress(schema, table, false));
-  }
+  const std::vector<snapshot::TableProgress> tables = keyed_snapshot_tables(keyless);
   if (tables.empty() && keyless.empty()) return true;
   spdlog::info(
       "slot {} existed before walrelay (no record of it in {}): its exported snapshot is gone, so "
@@ -199,13 +212,66 @@ bool Connector::reconcile_snapshot_progress(const sink::StreamPosition& position
   return take(position.incremental, ".incremental", false);
 }
 
-std::optional<snapshot::SnapshotProgress> Connector::load_incremental_queue() const {
+std::vector<snapshot::TableProgress> Connector::keyed_snapshot_tables(std::string& keyless) const {
+  std::vector<snapshot::TableProgress> tables;
+  for (const auto& [schema, table] : snapshot_tables_) {
+    const router::TableSchema* shape = catalog_->table(schema, table, /*refresh=*/false);
+    auto plan = shape != nullptr
+                    ? snapshot::make_read_plan(*shape, router_->key_columns_of(schema, table))
+                    : std::nullopt;
+    if (!plan || plan->key.empty()) {
+      keyless += (keyless.empty() ? "" : ", ") + schema + "." + table;
+      continue;
+    }
+    tables.push_back(snapshot::table_progress(schema, table, false));
+  }
+  return tables;
+}
+
+std::optional<snapshot::SnapshotProgress> Connector::load_incremental_queue() {
   const std::string& slot = cfg_.source.slot;
   const snapshot::SnapshotProgressStore store(progress_dir(cfg_), slot, ".incremental");
-  if (auto loaded = store.load(); loaded && *loaded && (*loaded)->slot == slot) {
-    return std::move(**loaded);
+  auto loaded = store.load();
+  std::string lost;
+  if (!loaded) {
+    lost = loaded.error();
+  } else if (*loaded && (*loaded)->slot != slot) {
+    lost = store.path() + " is of slot '" + (*loaded)->slot + "'";
+  } else if (!*loaded && incremental_kept_) {
+    lost = store.path() + " is missing, yet the slot record " + state_.path() + " says it was kept";
   }
-  return std::nullopt;
+  std::optional<snapshot::SnapshotProgress> queue;
+  if (!lost.empty()) {
+    std::string keyless;
+    queue.emplace();
+    queue->slot = slot;
+    queue->tables = keyed_snapshot_tables(keyless);
+    spdlog::warn(
+        "incremental snapshot queue lost ({}): what it held is unknown, so the {} captured "
+        "table(s) with a key are read again by an incremental snapshot while streaming (at least "
+        "once){}{}",
+        lost, queue->tables.size(),
+        keyless.empty() ? "" : "; tables without a key cannot be: ", keyless);
+  } else if (*loaded) {
+    queue = std::move(**loaded);
+  }
+  if (!lost.empty() || !*loaded) {
+    // From here on the file exists (an empty queue too): one missing later was lost.
+    snapshot::SnapshotProgress saved_queue = queue.value_or(snapshot::SnapshotProgress{});
+    saved_queue.slot = slot;
+    if (auto saved = store.save(saved_queue); !saved) {
+      spdlog::error("cannot save the incremental snapshot progress: {}", saved.error());
+      return queue;
+    }
+  }
+  if (!incremental_kept_) {
+    incremental_kept_ = true;
+    if (record_ && !record_->incremental_kept) {
+      record_->incremental_kept = true;
+      save_record();
+    }
+  }
+  return queue;
 }
 
 bool Connector::hand_over_to_incremental(const std::vector<snapshot::TableProgress>& tables) {
@@ -352,13 +418,9 @@ void Connector::start_incremental() {
   const std::string& slot = cfg_.source.slot;
   incremental_store_ =
       std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot, ".incremental");
-  auto loaded = incremental_store_->load();
-  if (!loaded) {
-    spdlog::error("{}: incremental snapshots are off until it is fixed or removed", loaded.error());
-    return;
-  }
-  snapshot::SnapshotProgress progress;
-  if (*loaded && (*loaded)->slot == slot) progress = std::move(**loaded);
+  // A lost queue is read again whole (load_incremental_queue), never dropped.
+  snapshot::SnapshotProgress progress =
+      load_incremental_queue().value_or(snapshot::SnapshotProgress{});
   progress.slot = slot;
   snapshot::IncrementalSnapshot::Settings settings{
       cfg_.source.conninfo,       "walrelay-snapshot-" + cfg_.name,
@@ -388,8 +450,9 @@ void Connector::start_incremental() {
     return;
   }
   if (!*initial || (*initial)->slot != slot) {
-    // A slot streamed before snapshots existed (or with mode never): what is captured now is
-    // taken as known, so an upgrade does not read every table again.
+    // A slot walrelay did not create, whose tables queue_snapshot_of_existing_slot queued (a
+    // slot with a record and no proof of its snapshot was read again by
+    // resume_snapshot_progress): what is captured now is known.
     snapshot::SnapshotProgress known;
     known.slot = slot;
     known.lsn = start_lsn_.is_zero() ? Lsn{1} : start_lsn_;

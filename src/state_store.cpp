@@ -29,6 +29,16 @@ std::string StateStore::default_dir() {
 }
 
 std::expected<std::optional<SlotRecord>, std::string> StateStore::load() const {
+  auto loaded = load_record();
+  if (loaded) return loaded;
+  return std::unexpected(
+      loaded.error() +
+      ". walrelay does not start without a readable slot record (it would not notice a slot "
+      "lost or moved since): restore the file, or remove it to trust the slot's own position "
+      "(`walrelay slot status` shows it)");
+}
+
+std::expected<std::optional<SlotRecord>, std::string> StateStore::load_record() const {
   std::ifstream in(path_);
   if (!in) {
     if (errno == ENOENT) return std::optional<SlotRecord>{};
@@ -45,13 +55,19 @@ std::expected<std::optional<SlotRecord>, std::string> StateStore::load() const {
     if (key == "system_id") {
       r.system_id = value;
     } else if (key == "timeline") {
-      r.timeline = static_cast<std::uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
+      char* end = nullptr;
+      r.timeline = static_cast<std::uint32_t>(std::strtoul(value.c_str(), &end, 10));
+      if (end == value.c_str() || *end != '\0') {
+        return std::unexpected(path_ + ": malformed timeline '" + value + "'");
+      }
     } else if (key == "database") {
       r.database = value;
     } else if (key == "slot") {
       r.slot = value;
     } else if (key == "reset_used") {
       r.reset_used = value == "true";
+    } else if (key == "incremental_queue") {
+      r.incremental_kept = value == "kept";
     } else if (key == "confirmed_lsn") {
       auto lsn = Lsn::parse(value);
       if (!lsn) return std::unexpected(path_ + ": malformed confirmed_lsn '" + value + "'");
@@ -60,7 +76,11 @@ std::expected<std::optional<SlotRecord>, std::string> StateStore::load() const {
     }
   }
   if (r.system_id.empty() || r.timeline == 0 || !have_lsn) {
-    return std::unexpected(path_ + ": incomplete record");
+    return std::unexpected(path_ + ": incomplete record (system_id, timeline and confirmed_lsn " +
+                           "are required)");
+  }
+  if (r.system_id.find_first_not_of("0123456789") != std::string::npos) {
+    return std::unexpected(path_ + ": malformed system_id '" + r.system_id + "'");
   }
   return std::optional<SlotRecord>{r};
 }
@@ -74,7 +94,7 @@ std::expected<void, std::string> StateStore::save(const SlotRecord& r) const {
        << "slot=" << r.slot << "\n"
        << "confirmed_lsn=" << r.confirmed.to_string() << "\n"
        << "reset_used=" << (r.reset_used ? "true" : "false") << "\n";
-  const std::string text = body.str();
+  if (r.incremental_kept) body << "incremental_queue=kept\n";
   return write_file_durably(dir_, path_, body.str());
 }
 

@@ -22,6 +22,10 @@ struct SlotRecord {
   Lsn confirmed;  ///< last flush LSN walrelay sent in a standby status update
   /// source.allow_slot_reset was used to accept a loss; cleared by a start without the setting.
   bool reset_used = false;
+  /// `<slot>.incremental` (the incremental snapshot queue) was kept beside this record when it
+  /// was saved: one missing now was lost, and the tables it may have queued are read again.
+  /// False in records of walrelay versions that wrote that file only once something was queued.
+  bool incremental_kept = false;
 };
 
 /// Stores SlotRecords as small text files `<dir>/<slot>.state` (`key=value` lines), replaced
@@ -32,7 +36,9 @@ class StateStore {
   /// `dir` is created on first save.
   StateStore(std::string dir, std::string slot);
 
-  /// The record, nullopt when none exists yet, or an error (unreadable or malformed file).
+  /// The record, nullopt when none exists yet, or an error naming the file (unreadable, empty,
+  /// malformed or incomplete: walrelay does not start on it, since without the record it would
+  /// not notice a lost slot; the message says how to recover).
   std::expected<std::optional<SlotRecord>, std::string> load() const;
 
   /// Writes the record durably. Errors carry the OS reason.
@@ -45,6 +51,7 @@ class StateStore {
   static std::string default_dir();
 
  private:
+  std::expected<std::optional<SlotRecord>, std::string> load_record() const;
   std::string dir_;
   std::string path_;
 };

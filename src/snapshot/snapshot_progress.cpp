@@ -26,6 +26,11 @@ std::expected<std::optional<SnapshotProgress>, std::string> SnapshotProgressStor
   text << in.rdbuf();
   try {
     const YAML::Node root = YAML::Load(text.str());
+    // An empty or cut file, or one of another shape, is no progress: never "no tables left".
+    if (!root.IsMap()) return std::unexpected(path_ + ": malformed snapshot progress: not a map");
+    if (!root["tables"] || !root["tables"].IsSequence()) {
+      return std::unexpected(path_ + ": malformed snapshot progress: no tables list");
+    }
     SnapshotProgress p;
     p.slot = root["slot"].as<std::string>();
     auto lsn = Lsn::parse(root["lsn"].as<std::string>());

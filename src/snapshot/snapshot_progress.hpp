@@ -17,7 +17,8 @@ class SnapshotProgressStore {
   SnapshotProgressStore(std::string dir, const std::string& slot,
                         const std::string& suffix = ".snapshot");
 
-  /// The progress, nullopt when there is none, or an error (unreadable or malformed file).
+  /// The progress, nullopt when there is none, or an error (unreadable, empty or malformed file:
+  /// the caller must not take it as done).
   [[nodiscard]] std::expected<std::optional<SnapshotProgress>, std::string> load() const;
   /// Writes durably; errors carry the OS reason.
   [[nodiscard]] std::expected<void, std::string> save(const SnapshotProgress& p) const;

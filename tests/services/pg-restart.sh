@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Restarts the PostgreSQL cluster started by tests/services/start.sh STATE_DIR
 # (`pg_ctl restart -m fast`: every session, walsenders included, is terminated).
+# With `immediate`, `pg_ctl restart -m immediate`: no shutdown checkpoint, so the server comes
+# back through crash recovery and a logical slot's confirmed_flush_lsn as of its last save
+# (slot positions confirmed only in memory are lost).
 # Used by the reliability tests (tests/integration/reliability/); the cluster keeps
 # its data dir, port and settings. Waits until the server accepts connections again.
-# Usage: tests/services/pg-restart.sh STATE_DIR
+# Usage: tests/services/pg-restart.sh STATE_DIR [fast|immediate]
 set -euo pipefail
 
-if (($# != 1)); then
-  echo "usage: $0 STATE_DIR" >&2
+if (($# < 1 || $# > 2)) || [[ "${2:-fast}" != fast && "${2:-fast}" != immediate ]]; then
+  echo "usage: $0 STATE_DIR [fast|immediate]" >&2
   exit 2
 fi
+mode="${2:-fast}"
 state="$(cd "$1" && pwd)"
 cd / # the postgres user may not be able to read the caller's cwd
 
@@ -27,5 +31,5 @@ pgdata="$pg_root/data"
 pg_log="$(readlink -f "$state/postgresql.log")"
 
 if ((EUID == 0)); then as_pg=(runuser -u postgres --); else as_pg=(); fi
-"${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$pgdata" -l "$pg_log" -m fast -w -t "$timeout_s" restart \
+"${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$pgdata" -l "$pg_log" -m "$mode" -w -t "$timeout_s" restart \
   >/dev/null || { tail -n 30 "$pg_log" >&2; exit 1; }

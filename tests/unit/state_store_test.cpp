@@ -153,3 +153,64 @@ TEST(SnapshotProgressStore, MalformedFileIsAnError) {
   walrelay::snapshot::SnapshotProgressStore store(dir, "slot_a");
   EXPECT_FALSE(store.load());
 }
+
+// Issue 25 item 7: a slot record that is empty, torn or garbled stops walrelay (never a silent
+// fresh start, which would not notice a lost slot), and the message says how to recover.
+TEST(StateStore, EmptyTornOrGarbledRecordIsAnErrorSayingHowToRecover) {
+  const auto dir = temp_dir("damaged");
+  std::filesystem::create_directories(dir);
+  const std::vector<std::string> bodies = {
+      "",                                                   // empty
+      "system_id=7713803581145093918\ntimeline=3\n",        // cut before confirmed_lsn
+      std::string("\0\x8f{[\n\xff", 6),                     // garbage
+      "system_id=77138x\ntimeline=3\nconfirmed_lsn=0/1\n",  // system_id not a number
+      "system_id=7713803581145093918\ntimeline=3a\nconfirmed_lsn=0/1\n"};  // timeline
+  for (const auto& body : bodies) {
+    std::ofstream(dir + "/slot_a.state", std::ios::trunc | std::ios::binary) << body;
+    auto loaded = StateStore(dir, "slot_a").load();
+    ASSERT_FALSE(loaded) << body;
+    EXPECT_NE(loaded.error().find(dir + "/slot_a.state"), std::string::npos) << loaded.error();
+    EXPECT_NE(loaded.error().find("remove it to trust the slot's own position"), std::string::npos)
+        << loaded.error();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(StateStore, TheIncrementalQueueMarkRoundTrips) {
+  const auto dir = temp_dir("kept");
+  SlotRecord r{"1", 1, "app", "slot_a", *Lsn::parse("0/10")};
+  ASSERT_TRUE(StateStore(dir, "slot_a").save(r));
+  EXPECT_FALSE((*StateStore(dir, "slot_a").load())->incremental_kept);  // older records
+  r.incremental_kept = true;
+  ASSERT_TRUE(StateStore(dir, "slot_a").save(r));
+  EXPECT_TRUE((*StateStore(dir, "slot_a").load())->incremental_kept);
+  std::filesystem::remove_all(dir);
+}
+
+// An empty, comment-only or table-less progress file is an error, never "no table left" (before,
+// `tables: 5` or no `tables` at all loaded as a complete snapshot).
+TEST(SnapshotProgressStore, EmptyOrTablelessFileIsAnErrorNotComplete) {
+  const auto dir = temp_dir("snapshot-empty");
+  std::filesystem::create_directories(dir);
+  for (const std::string body :
+       {"", "# walrelay snapshot progress: do not edit while walrelay runs\n",
+        "slot: \"slot_a\"\nlsn: 0/16B3748\nxid: 740\nresumed: false\n",
+        "slot: \"slot_a\"\nlsn: 0/16B3748\nxid: 740\nresumed: false\ntables: 5\n", "- a\n- b\n"}) {
+    std::ofstream(dir + "/slot_a.snapshot", std::ios::trunc) << body;
+    EXPECT_FALSE(walrelay::snapshot::SnapshotProgressStore(dir, "slot_a").load()) << body;
+  }
+  std::ofstream(dir + "/slot_a.snapshot", std::ios::trunc)
+      << "slot: \"slot_a\"\nlsn: 0/16B3748\nxid: 740\nresumed: false\ntables: []\n";
+  auto none = walrelay::snapshot::SnapshotProgressStore(dir, "slot_a").load();
+  ASSERT_TRUE(none && *none);  // no captured table: a valid, complete snapshot
+  EXPECT_TRUE((*none)->complete());
+  // As walrelay writes it.
+  walrelay::snapshot::SnapshotProgress empty;
+  empty.slot = "slot_a";
+  empty.lsn = *Lsn::parse("0/16B3748");
+  ASSERT_TRUE(walrelay::snapshot::SnapshotProgressStore(dir, "slot_a").save(empty));
+  auto saved = walrelay::snapshot::SnapshotProgressStore(dir, "slot_a").load();
+  ASSERT_TRUE(saved && *saved) << (saved ? "" : saved.error());
+  EXPECT_EQ(**saved, empty);
+  std::filesystem::remove_all(dir);
+}

@@ -950,6 +950,31 @@ TEST_F(ExactlyOnceTest, ATableRemovedDuringAnInterruptedSnapshotResumesWhenPutBa
   expect_each_key_once(topic("t"), kRows, back.logs());
 }
 
+// Issue 25 item 7 with delivery exactly_once: the local <slot>.snapshot lost after a SIGKILL in
+// the middle of the initial snapshot. Kafka's last committed position carries the progress
+// consumers saw, so the snapshot resumes from it: every key once, and no "no proof" re-read.
+TEST_F(ExactlyOnceTest, ALostLocalSnapshotProgressResumesFromKafkasProgress) {
+  constexpr long kRows = 20'000;
+  pg_->exec("INSERT INTO " + table("t") + " SELECT g, 1 FROM generate_series(1, " +
+            std::to_string(kRows) + ") g");
+  std::string state_dir;
+  const std::string yaml = slow_snapshot_yaml({"t"}, &state_dir);
+  WalrelayProcess proc(yaml, "walrelay (local snapshot progress lost)");
+  proc.start();
+  ASSERT_GE(kafka_->read_at_least({topic("t")}, 1000, 60s).size(), 1000u) << proc.logs();
+  proc.kill();
+  ASSERT_EQ(count_occurrences(proc.stderr_text(), "snapshot: complete"), 0u)
+      << "the snapshot ended before the kill\n"
+      << proc.logs();
+  ASSERT_TRUE(std::filesystem::remove(std::filesystem::path(state_dir) / (name_ + ".snapshot")));
+  start_streaming(proc, name_);
+  ASSERT_TRUE(proc.wait_for_log("incremental snapshot: " + table("t") + " done", 60s))
+      << proc.logs();
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  EXPECT_EQ(count_occurrences(proc.stderr_text(), "no proof that the snapshot"), 0u) << proc.logs();
+  expect_each_key_once(topic("t"), kRows, proc.logs());
+}
+
 // A table rewritten during the initial snapshot is handed over to an incremental snapshot; the
 // initial snapshot's progress then says it is done, so the hand-over queue must be in the position
 // record too: with the local <slot>.incremental lost after a SIGKILL, the table's remaining rows

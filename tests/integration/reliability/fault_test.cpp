@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -354,6 +355,89 @@ TEST_F(FaultTest, PostgresRestartMidStreamReconnectsWithoutLoss) {
   std::cout << "[fault] pg restart: events with the column added after the restart: " << with_note
             << std::endl;
   EXPECT_GT(with_note, 0u) << "rows written after ALTER TABLE lack the new column\n" << proc.logs();
+  stop_gracefully(proc, name_);
+}
+
+// 1b. PostgreSQL restarted without a checkpoint (`pg_ctl restart -m immediate`) after walrelay
+//    confirmed changes (issue 25 item 9): a slot's confirmed_flush_lsn is durable only as of its
+//    last save, so the slot comes back at an older position and the changes in between are
+//    published again (at least once). walrelay's slot record knew the later position: it says so
+//    once (how far back, how many bytes) and counts it on /metrics.
+TEST_F(FaultTest, SlotMovedBackByARestartWithoutCheckpointIsLoggedOnceAndCounted) {
+  pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY, v text)");
+  // Slow reconnects: the test reads the slot's position after the restart before walrelay
+  // streams (and confirms) again.
+  WalrelayProcess proc(with_keys(make_config({table("t")}).to_yaml(), "source",
+                                 {"reconnect_min: 4s", "reconnect_max: 8s"}));
+  start_streaming(proc, name_);
+  const auto current_lsn = [&] {
+    return Lsn::parse(pg_->value("SELECT pg_current_wal_lsn()::text")).value_or(Lsn{});
+  };
+  int next_id = 1;
+  std::optional<Lsn> told;  // the slot's position before the restart
+  std::optional<Lsn> back;  // and after it
+  // The server may save the slot in between (it does when restart_lsn moves, e.g. after the
+  // bgwriter logs running transactions every 15 s): then nothing moved back, and it is tried again.
+  for (int attempt = 0; attempt < 3 && !back; ++attempt) {
+    // The slot saved now (a checkpoint), confirmed past it, then 20 transactions after it
+    // confirmed only in memory.
+    Pg(env_.pg_admin_conninfo).exec("CHECKPOINT");
+    ASSERT_TRUE(wait_confirmed_at_least(*pg_, name_, current_lsn())) << proc.logs();
+    for (int i = 0; i < 20; ++i, ++next_id) {
+      pg_->exec("INSERT INTO " + table("t") + " VALUES (" + std::to_string(next_id) + ", 'x')");
+    }
+    ASSERT_TRUE(wait_confirmed_at_least(*pg_, name_, current_lsn())) << proc.logs();
+    told = confirmed_lsn(*pg_, name_);
+    ASSERT_TRUE(told);
+    ASSERT_EQ(run_service_script("pg-restart.sh", "immediate"), 0) << "pg-restart.sh failed";
+    pg_ = connect_retrying(env_.pg_conninfo);
+    const auto now = confirmed_lsn(*pg_, name_);
+    ASSERT_TRUE(now);
+    std::cout << "[fault] immediate restart: slot confirmed " << told->to_string() << " before, "
+              << now->to_string() << " after" << std::endl;
+    if (*now < *told) back = now;
+    ASSERT_TRUE(wait_until([&] { return slot_active_pid(*pg_, name_).has_value(); }, 60s))
+        << proc.logs();
+  }
+  ASSERT_TRUE(back) << "the server kept the slot's position in every attempt";
+  ASSERT_TRUE(proc.wait_for_log("moved back")) << proc.logs();
+  const std::string log = proc.stderr_text();
+  const std::uint64_t bytes = told->value() - back->value();
+  // The record's position is the one the server had confirmed, or later (idle keepalives).
+  const std::regex line("slot " + name_ +
+                        " moved back: its confirmed_flush_lsn ([0-9A-F/]+) is ([0-9]+) bytes "
+                        "behind ([0-9A-F/]+), the position walrelay confirmed");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, line)) << log;
+  EXPECT_EQ(m[1].str(), back->to_string());
+  const auto record = Lsn::parse(m[3].str());
+  ASSERT_TRUE(record);
+  EXPECT_GE(*record, *told);
+  EXPECT_EQ(std::stoull(m[2].str()), record->value() - back->value());
+  EXPECT_GE(std::stoull(m[2].str()), bytes);
+  // The replayed changes were published again, with their ids.
+  const auto records = kafka_->read_at_least({topic("t")}, static_cast<std::size_t>(next_id), 60s);
+  std::map<std::string, int> ids;
+  for (const auto& r : records) ++ids[r.header("id")];
+  EXPECT_TRUE(std::any_of(ids.begin(), ids.end(), [](const auto& e) { return e.second > 1; }))
+      << describe(records);
+  // Counted on /metrics.
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
+  const std::string text = http_get(*port, "/metrics").body;
+  EXPECT_NE(text.find("\nwalrelay_slot_rewinds_total 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nwalrelay_slot_rewind_bytes_total " + m[2].str() + "\n"), std::string::npos)
+      << text;
+  // Once: a later session (its walsender terminated) does not say it again.
+  pg_->exec("INSERT INTO " + table("t") + " VALUES (" + std::to_string(next_id++) + ", 'y')");
+  ASSERT_TRUE(wait_confirmed_at_least(*pg_, name_, current_lsn())) << proc.logs();
+  const std::size_t sessions = count_occurrences(proc.stderr_text(), " info streaming: ");
+  pg_->exec("SELECT pg_terminate_backend(pid) FROM pg_stat_replication WHERE application_name = " +
+            sql_literal("walrelay-" + name_));
+  ASSERT_TRUE(wait_until(
+      [&] { return count_occurrences(proc.stderr_text(), " info streaming: ") > sessions; }, 60s))
+      << proc.logs();
+  EXPECT_EQ(count_occurrences(proc.stderr_text(), "moved back"), 1u) << proc.logs();
   stop_gracefully(proc, name_);
 }
 
