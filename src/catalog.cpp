@@ -81,8 +81,11 @@ class Catalog::Load {
     std::vector<std::string> params;
   };
 
-  Load(std::string_view schema, std::string_view table, router::TypeRegistry& types)
-      : types_(types), ts_(std::make_unique<router::TableSchema>()) {
+  /// `writer_xid`: the (32-bit) transaction whose decoded change needs this shape, 0 if none; see
+  /// Step::kWriterFinishing.
+  Load(std::string_view schema, std::string_view table, router::TypeRegistry& types,
+       std::uint32_t writer_xid = 0)
+      : types_(types), ts_(std::make_unique<router::TableSchema>()), writer_xid_(writer_xid) {
     ts_->schema = std::string(schema);
     ts_->table = std::string(table);
   }
@@ -101,6 +104,14 @@ class Catalog::Load {
             "LEFT JOIN pg_catalog.pg_namespace rn ON rn.oid = rc.relnamespace "
             "WHERE n.nspname = $1 AND c.relname = $2",
             {ts_->schema, ts_->table}};
+      case Step::kWriterFinishing:
+        // A row while the transaction still holds the lock on its own xid, which it releases
+        // after it has left the ProcArray (PostgreSQL docs §28.1 "pg_locks": every transaction
+        // holds an ExclusiveLock on its transaction id for its whole duration); waits 5 ms then.
+        return Query{
+            "SELECT pg_catalog.pg_sleep(0.005) FROM pg_catalog.pg_locks "
+            "WHERE locktype = 'transactionid' AND transactionid = $1::xid",
+            {std::to_string(writer_xid_)}};
       case Step::kColumns:
         return Query{
             "SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, "
@@ -168,6 +179,13 @@ class Catalog::Load {
     if (!rows && step_ != Step::kTypes) return std::unexpected(rows.error());
     switch (step_) {
       case Step::kRelation:
+        if (rows->empty() && writer_xid_ != 0 && waits_ < kMaxWriterWaits) {
+          // Not there, yet the change naming it was decoded: its transaction (one that created
+          // the table, say) may have written its commit record without being visible to new
+          // snapshots yet. Asked again once it has ended.
+          step_ = Step::kWriterFinishing;
+          return {};
+        }
         if (rows->empty()) {  // dropped since
           gone_ = true;
           step_ = Step::kDone;
@@ -180,6 +198,14 @@ class Catalog::Load {
         ts_->partitioned = cell(*rows, 0, 4) == "p";
         ts_->kind = cell(*rows, 0, 4).empty() ? 'r' : cell(*rows, 0, 4)[0];
         step_ = Step::kColumns;
+        return {};
+      case Step::kWriterFinishing:
+        if (rows->empty()) {
+          writer_xid_ = 0;  // ended: the relation's next answer is final
+        } else {
+          ++waits_;  // still ending (5 ms waited)
+        }
+        step_ = Step::kRelation;
         return {};
       case Step::kColumns:
         for (std::size_t i = 0; i < rows->size(); ++i) {
@@ -239,6 +265,7 @@ class Catalog::Load {
  private:
   enum class Step : std::uint8_t {
     kRelation,
+    kWriterFinishing,  // the relation was not found: is the change's transaction still ending?
     kColumns,
     kPrimaryKey,
     kIdentityIndex,
@@ -280,6 +307,11 @@ class Catalog::Load {
   Step step_ = Step::kRelation;
   std::string relid_;
   bool gone_ = false;
+  std::uint32_t writer_xid_ = 0;
+  // At most ~2 s of 5 ms waits for a transaction still ending (a synchronous standby's commit
+  // can wait that long); then the table counts as gone.
+  static constexpr int kMaxWriterWaits = 400;
+  int waits_ = 0;
   std::size_t column_ = 0;
   std::uint32_t type_ = 0;
   int hops_ = 0;
@@ -358,9 +390,9 @@ bool Catalog::cached(std::string_view schema, std::string_view table) const {
   return tables_.contains(key) || prefetched_.contains(key);
 }
 
-void Catalog::prefetch(std::string_view schema, std::string_view table,
+void Catalog::prefetch(std::string_view schema, std::string_view table, std::uint32_t writer_xid,
                        std::function<void()> done) {
-  auto load = std::make_shared<Load>(schema, table, types_);
+  auto load = std::make_shared<Load>(schema, table, types_, writer_xid);
   std::string key = table_key(schema, table);
   load_async(std::move(load), key, [this, key, done = std::move(done)] {
     prefetched_[key] = true;  // answered from the cache, also as a failed lookup was

@@ -53,8 +53,13 @@ class Catalog final : public router::SchemaProvider {
   /// Reads the table's shape again without blocking, and calls `done` on the executor when it is
   /// in the cache (or the lookup failed: logged, the cache keeps what it had). Until
   /// end_prefetch(), table() answers this table from the cache without a query, also with
-  /// `refresh`. Connects (without blocking) first if the connection was lost.
-  void prefetch(std::string_view schema, std::string_view table, std::function<void()> done);
+  /// `refresh`. Connects (without blocking) first if the connection was lost. `writer_xid`: the
+  /// 32-bit id of the transaction whose decoded change needs the table (0: none); a table not
+  /// found while that transaction still ends (its commit record is written, so its change was
+  /// decoded, before it is visible to new snapshots) is asked for again once it has ended (at
+  /// most ~2 s), so that a table created by the transaction is not taken for a dropped one.
+  void prefetch(std::string_view schema, std::string_view table, std::uint32_t writer_xid,
+                std::function<void()> done);
   /// Reads the table's shape again without blocking (after whatever is queued on the non-blocking
   /// connection) into the cache, and calls `done` on the executor with the current shape: nullptr
   /// when the table does not exist; when the lookup failed (logged, last_error()), what the cache

@@ -107,9 +107,11 @@ class Connector {
   /// cached (execute's checks would query the catalog, blocking). True when the signal waits.
   bool wait_for_lookups(const replication::XLogData& x,
                         const std::vector<std::pair<std::string, std::string>>& tables);
-  /// Keeps `x` and pauses the stream until the lookups of `tables` (not cached) complete.
+  /// Keeps `x` and pauses the stream until the lookups of `tables` (not cached) complete;
+  /// `writer_xid`: the transaction of `x`'s change (Catalog::prefetch), 0 for none.
   void park(const replication::XLogData& x,
-            const std::vector<std::pair<std::string, std::string>>& tables);
+            const std::vector<std::pair<std::string, std::string>>& tables,
+            std::uint32_t writer_xid = 0);
   void on_lookup_done(std::uint64_t epoch);
   /// The XLogData whose change waits for its catalog lookup.
   struct ParkedLine {

@@ -16,7 +16,7 @@ bool Connector::wait_for_lookup(const replication::XLogData& x, const decoder::C
   if (!catalog_ || !router_) return false;
   auto need = router_->lookup_needed(c);
   if (!need || (!need->refresh && catalog_->cached(need->schema, need->table))) return false;
-  park(x, {{need->schema, need->table}});
+  park(x, {{need->schema, need->table}}, static_cast<std::uint32_t>(c.xid));
   return true;
 }
 
@@ -36,7 +36,8 @@ bool Connector::wait_for_lookups(const replication::XLogData& x,
 }
 
 void Connector::park(const replication::XLogData& x,
-                     const std::vector<std::pair<std::string, std::string>>& tables) {
+                     const std::vector<std::pair<std::string, std::string>>& tables,
+                     std::uint32_t writer_xid) {
   parked_ = ParkedLine{x.data_start, x.wal_end, x.send_time, std::string(x.data)};
   stream_->pause();
   spdlog::debug("line at LSN {} waits for the catalog lookup of {}.{}{}", x.data_start.to_string(),
@@ -45,7 +46,7 @@ void Connector::park(const replication::XLogData& x,
   // Looked up in order on one connection; the line is processed again once every one completed.
   auto remaining = std::make_shared<std::size_t>(tables.size());
   for (const auto& [schema, table] : tables) {
-    catalog_->prefetch(schema, table, [this, epoch = epoch_, remaining] {
+    catalog_->prefetch(schema, table, writer_xid, [this, epoch = epoch_, remaining] {
       if (--*remaining == 0) on_lookup_done(epoch);
     });
   }

@@ -72,17 +72,22 @@ def walrelay_yaml(prefix: str, conninfo: str, bootstrap: str, tables: str, work:
             f"delivery: {os.environ.get('BENCH_DELIVERY', 'at_least_once')}\n{extra}")
 
 
+def start_walrelay(args, cfg: Path, log: Path) -> subprocess.Popen:
+    """`walrelay run --config cfg`, its output to `log`."""
+    with open(log, "w") as out:
+        # BENCH_WRAP, e.g. "perf record -g -o /tmp/w.perf": profile the run (the CPU and RSS
+        # figures are then the wrapper's).
+        return subprocess.Popen(shlex.split(os.environ.get("BENCH_WRAP", "")) +
+                                [str(args.walrelay), "run", "--config", str(cfg)], stdout=out,
+                                stderr=subprocess.STDOUT)
+
+
 def run_walrelay_until(args, svc: Services, cfg: Path, slot: str, end_lsn: str,
                        work: Path) -> Usage:
     """Starts walrelay, waits until its slot confirms `end_lsn`, returns what it used."""
     log = work / "walrelay.log"
     t0 = time.monotonic()
-    with open(log, "w") as out:
-        # BENCH_WRAP, e.g. "perf record -g -o /tmp/w.perf": profile the run (the CPU and RSS
-        # figures are then the wrapper's).
-        proc = subprocess.Popen(shlex.split(os.environ.get("BENCH_WRAP", "")) +
-                                [str(args.walrelay), "run", "--config", str(cfg)], stdout=out,
-                                stderr=subprocess.STDOUT)
+    proc = start_walrelay(args, cfg, log)
     try:
         wait_for(lambda: confirmed_at_least(svc, slot, end_lsn), proc, args.timeout,
                  "walrelay to confirm the workload", log, 0.05)
@@ -183,10 +188,7 @@ def backlog_snapshot_run(args, svc: Services, cfg: Path, prefix: str, table: str
     slot = f"{prefix}_wr"
     log = work / "walrelay.log"
     t0 = time.monotonic()
-    with open(log, "w") as out:
-        proc = subprocess.Popen(shlex.split(os.environ.get("BENCH_WRAP", "")) +
-                                [str(args.walrelay), "run", "--config", str(cfg)], stdout=out,
-                                stderr=subprocess.STDOUT)
+    proc = start_walrelay(args, cfg, log)
     try:
         wait_for(lambda: confirmed_at_least(svc, slot, end_lsn), proc, args.timeout,
                  "walrelay to confirm the backlog", log, 0.05)

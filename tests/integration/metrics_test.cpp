@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -36,7 +37,28 @@ std::optional<std::string> sample(const std::string& text, const std::string& na
   return std::nullopt;
 }
 
-class MetricsTest : public IntegrationTest {};
+class MetricsTest : public IntegrationTest {
+ protected:
+  /// `walrelay_events_published_total{topic=…,op=…}` of this test's table `t`.
+  [[nodiscard]] std::string published(const std::string& op) const {
+    return "walrelay_events_published_total{topic=\"" + topic("t") + "\",op=\"" + op + "\"}";
+  }
+  /// Waits until /metrics on `port` serves each (op, count) of `expected` for table `t`; the last
+  /// exposition text read.
+  std::string wait_for_published(int port, const std::map<std::string, std::string>& expected) {
+    std::string text;
+    EXPECT_TRUE(wait_until(
+        [&] {
+          text = http_get(port, "/metrics").body;
+          return std::all_of(expected.begin(), expected.end(), [&](const auto& e) {
+            return sample(text, published(e.first)) == e.second;
+          });
+        },
+        10s))
+        << text;
+    return text;
+  }
+};
 
 // The README's table of metrics (section "Metrics and health") names every metric /metrics
 // serves, with its type, and nothing else.
@@ -175,17 +197,7 @@ TEST_F(MetricsTest, InitialSnapshotRecordsCountAsPublished) {
   ASSERT_EQ(kafka_->read_at_least({topic("t")}, 3500).size(), 3500u);
   const auto port = metrics_port(proc);
   ASSERT_TRUE(port) << proc.logs();
-  const auto series = [&](const std::string& op) {
-    return "walrelay_events_published_total{topic=\"" + topic("t") + "\",op=\"" + op + "\"}";
-  };
-  std::string text;
-  EXPECT_TRUE(wait_until(
-      [&] {
-        text = http_get(*port, "/metrics").body;
-        return sample(text, series("r")) == "3000" && sample(text, series("c")) == "500";
-      },
-      10s))
-      << text;
+  const std::string text = wait_for_published(*port, {{"r", "3000"}, {"c", "500"}});
   EXPECT_GT(std::stol(sample(text, "walrelay_published_bytes_total").value_or("0")), 3500 * 20);
   EXPECT_EQ(sample(text, "walrelay_delivery_errors_total"), "0") << text;
   ASSERT_TRUE(stop_gracefully(proc, name_));
@@ -206,18 +218,8 @@ TEST_F(MetricsTest, ExactlyOnceCountsSnapshotRecordsAtTheCommitUnderTheirTopic) 
   ASSERT_EQ(kafka_->read_at_least({topic("t")}, 314).size(), 314u);
   const auto port = metrics_port(proc);
   ASSERT_TRUE(port) << proc.logs();
-  const auto series = [&](const std::string& op) {
-    return "walrelay_events_published_total{topic=\"" + topic("t") + "\",op=\"" + op + "\"}";
-  };
-  std::string text;
-  EXPECT_TRUE(wait_until(
-      [&] {
-        text = http_get(*port, "/metrics").body;
-        return sample(text, series("r")) == "300" && sample(text, series("c")) == "10" &&
-               sample(text, series("d")) == "2" && sample(text, series("tombstone")) == "2";
-      },
-      10s))
-      << text;
+  const std::string text =
+      wait_for_published(*port, {{"r", "300"}, {"c", "10"}, {"d", "2"}, {"tombstone", "2"}});
   EXPECT_EQ(text.find("walrelay_events_published_total{topic=\"\""), std::string::npos) << text;
   ASSERT_TRUE(stop_gracefully(proc, name_));
 }
