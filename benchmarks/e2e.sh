@@ -3,7 +3,7 @@
 # for it) versus walrelay delivering the same WAL to Kafka and confirming it.
 #
 #   benchmarks/e2e.sh [ROWS]            (default 1000000; builds the release preset)
-#   BENCH_DELIVERY=exactly_once benchmarks/e2e.sh [ROWS]   (Kafka transactions, README
+#   BENCH_DELIVERY=exactly_once benchmarks/e2e.sh [ROWS]   (Kafka transactions, docs/delivery.md
 #                                       "Exactly-once delivery"; default at_least_once)
 #
 # Starts its own PostgreSQL + Kafka (tests/services/start.sh) unless WALRELAY_TEST_PG_CONNINFO

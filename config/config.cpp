@@ -656,7 +656,7 @@ class Loader {
       std::string v = normalize_bool(entry.second, std::move(*value));
       // walrelay confirms the slot once Kafka acknowledged an event: settings that make an
       // acknowledgement mean nothing, or let a retry reorder a key's events, break the delivery
-      // guarantee (README "Delivery guarantee").
+      // guarantee (docs/delivery.md "Delivery guarantee").
       if (name == "acks" && v == "0") {
         error(child,
               "acks=0 acknowledges nothing, so walrelay could confirm changes the broker "

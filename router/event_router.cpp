@@ -1342,8 +1342,8 @@ void EventRouter::append_source(std::string& out, const decoder::Change& c, cons
   out += source_mid_;
   out += rule.source_names;
   // txId, lsn, and origin/origin_lsn: the replication origin of a transaction replayed by a
-  // subscriber; wal2json does not report it, so null (README: where walrelay differs from
-  // Debezium).
+  // subscriber; wal2json does not report it, so null (docs/events.md: where walrelay differs
+  // from Debezium).
   constexpr std::string_view kLsn = ",\"lsn\":";
   constexpr std::string_view kEnd = ",\"xmin\":null,\"origin\":null,\"origin_lsn\":null}";
   char buf[24 + kLsn.size() + sizeof lsn + kEnd.size()];

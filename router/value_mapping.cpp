@@ -1267,7 +1267,7 @@ bool map_array(std::string& out, std::string_view text, const Resolved& r, std::
   if (i < text.size() && text[i] == '[') {
     // A dimension decoration ("[0:2]={7,8,9}": a lower bound other than 1): the elements as a JSON
     // array like any other (a column's JSON type must not change from row to row; Debezium does
-    // the same), the bounds dropped (README).
+    // the same), the bounds dropped (docs/events.md).
     const auto eq = text.find('=', i);
     if (eq == std::string_view::npos) return fail(ctx, r.oid, text, "malformed array bounds");
     static std::atomic<bool> warned{false};

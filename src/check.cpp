@@ -25,7 +25,7 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 // What `run` would capture, as it would route it: each matched table with its topic and event key
-// (README "What gets published"), or its role, and every finding of the rules `run` applies
+// (docs/events.md "What gets published"), or its role, and every finding of the rules `run` applies
 // (preflight.hpp). False when `run` would refuse the tables (exit 2). `privileges_ok` is set false
 // when the role cannot SELECT a row-change table a snapshot would read (snapshot.mode not never):
 // `run` starts, but its snapshot fails with `permission denied` until it is granted.
@@ -160,7 +160,7 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
       out << "\n";
     }
     ok = ok && level == "logical";
-    // The same decision `run` makes before streaming (README "Database encoding").
+    // The same decision `run` makes before streaming (docs/operations.md "Database encoding").
     auto shown = stream.query("SHOW server_encoding");
     const std::string encoding =
         shown && !shown->empty() ? (*shown)[0][0].value_or("?") : std::string("?");
@@ -172,7 +172,7 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
       ok = false;
       if (!server_code) server_code = ExitCode::kConfigError;
     }
-    // The slot rules `run` applies (preflight.hpp; README "Reliability").
+    // The slot rules `run` applies (preflight.hpp; docs/operations.md "Reliability").
     const StateStore store(
         cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir,
         cfg.source.slot);

@@ -329,11 +329,11 @@ class Connector {
   std::string dlq_value_;  // reused dead-letter buffers
   std::vector<std::string> dlq_header_values_;
 
-  // delivery exactly_once (connector_exactly_once.cpp, README "Exactly-once delivery"): every
-  // record is published inside a Kafka transaction; a PostgreSQL transaction's records share one
-  // (unless it exceeds exactly_once.max_transaction_events), several small ones share one up to
-  // exactly_once.commit_interval; the position record in <prefix>.walrelay.positions is part of
-  // it; the slot is confirmed only up to what a Kafka commit covered.
+  // delivery exactly_once (connector_exactly_once.cpp, docs/delivery.md "Exactly-once delivery"):
+  // every record is published inside a Kafka transaction; a PostgreSQL transaction's records share
+  // one (unless it exceeds exactly_once.max_transaction_events), several small ones share one up to
+  // exactly_once.commit_interval; the position record in <prefix>.walrelay.positions is part of it;
+  // the slot is confirmed only up to what a Kafka commit covered.
   [[nodiscard]] bool exactly_once() const { return cfg_.delivery == "exactly_once"; }
   /// Wires the publisher for exactly_once (a new producer): transactions opened on publish,
   /// snapshot reports held until the commit, the position record's reports.

@@ -1,7 +1,7 @@
-// The error policy's dead-letter path (README "Error policy"): a change that cannot be decoded or
-// mapped, or a record Kafka refuses, is published to errors.dead_letter_topic with the reason in
-// headers, in place of the event, inside the same transaction (and, with delivery exactly_once, the
-// same Kafka transaction).
+// The error policy's dead-letter path (docs/operations.md "Error policy"): a change that cannot be
+// decoded or mapped, or a record Kafka refuses, is published to errors.dead_letter_topic with the
+// reason in headers, in place of the event, inside the same transaction (and, with delivery
+// exactly_once, the same Kafka transaction).
 
 #include <spdlog/spdlog.h>
 

@@ -1,6 +1,7 @@
 // The connector's metrics and health endpoint (issue "Operations"): Prometheus text exposition
 // (https://prometheus.io/docs/instrumenting/exposition_formats/), units in the names, served by
-// metrics::HttpServer on the connector's io_context. README "Metrics" lists every metric.
+// metrics::HttpServer on the connector's io_context. docs/operations.md "Metrics" lists every
+// metric.
 #include <spdlog/spdlog.h>
 
 #include <chrono>

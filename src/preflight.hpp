@@ -104,12 +104,12 @@ StatusInterval status_interval_for(std::chrono::milliseconds configured,
 /// record says so) it is ignored until the operator removes it from the configuration.
 bool slot_reset_allowed(const config::Config& cfg, const std::optional<SlotRecord>& record);
 
-/// The durable slot record against the server walrelay connected to (README "Reliability"): a
-/// different cluster (system id), or a timeline whose fork (`fork`: where the record's timeline
-/// ended in the server's TIMELINE_HISTORY, nullopt when it is not in it) comes before what
-/// walrelay confirmed, means the slot's stream may miss changes: exit 5 (kSlotLost), naming the
-/// last safe LSN. nullopt: no record, `allow_reset`, or the record fits. `fork` is only read
-/// when the timelines differ.
+/// The durable slot record against the server walrelay connected to (docs/operations.md
+/// "Reliability"): a different cluster (system id), or a timeline whose fork (`fork`: where the
+/// record's timeline ended in the server's TIMELINE_HISTORY, nullopt when it is not in it) comes
+/// before what walrelay confirmed, means the slot's stream may miss changes: exit 5 (kSlotLost),
+/// naming the last safe LSN. nullopt: no record, `allow_reset`, or the record fits. `fork` is only
+/// read when the timelines differ.
 std::optional<Refusal> check_slot_record(const std::optional<SlotRecord>& record, bool allow_reset,
                                          const replication::SystemInfo& server,
                                          const std::optional<Lsn>& fork);

@@ -8,8 +8,8 @@
 namespace walrelay {
 
 /// What walrelay does with a database whose `SHOW server_encoding` is `server_encoding`
-/// (README "Database encoding"; shared/cases/CASE-01.md): wal2json writes the database's encoding
-/// and walrelay publishes UTF-8 only.
+/// (docs/operations.md "Database encoding"; shared/cases/CASE-01.md): wal2json writes the
+/// database's encoding and walrelay publishes UTF-8 only.
 /// - UTF8: a pass-through transcoder.
 /// - SQL_ASCII: refused unless `allow_sql_ascii` (source.allow_sql_ascii); then a validating one.
 /// - any other server encoding: a transcoder to UTF-8.

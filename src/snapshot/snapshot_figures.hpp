@@ -48,8 +48,8 @@ class RateMeter {
   double rate_ = 0;
 };
 
-/// Appends the snapshots' metrics to a /metrics page: HELP and TYPE always (README "Metrics"
-/// lists them), samples for each snapshot given (a running one):
+/// Appends the snapshots' metrics to a /metrics page: HELP and TYPE always (docs/operations.md
+/// "Metrics" lists them), samples for each snapshot given (a running one):
 /// `walrelay_snapshot_table_rows{snapshot,table}`, `walrelay_snapshot_table_rows_estimated{…}`,
 /// `walrelay_snapshot_rows_per_second{snapshot}`, `walrelay_snapshot_eta_seconds{snapshot}`,
 /// `walrelay_snapshot_tables_remaining{snapshot}`.

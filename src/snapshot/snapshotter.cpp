@@ -642,8 +642,8 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
 bool Snapshotter::dead_letter(Table& t, std::uint64_t unit, std::string_view kind,
                               const std::string& reason, std::optional<std::string_view> key,
                               bool with_row) {
-  // Like a streamed change's dead-letter record (README "Error policy"): the reason in headers;
-  // for a row that cannot be mapped, its column texts as a JSON object.
+  // Like a streamed change's dead-letter record (docs/operations.md "Error policy"): the reason in
+  // headers; for a row that cannot be mapped, its column texts as a JSON object.
   const TableProgress& p = *t.progress;
   std::string body;
   if (with_row) {

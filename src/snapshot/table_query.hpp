@@ -58,8 +58,8 @@ inline bool is_dropped_table(const std::string& sqlstate) {
   return sqlstate == "42P01" || sqlstate == "3F000";
 }
 /// untranslatable_character, character_not_in_repertoire: a stored value has no equivalent in
-/// the connection's client_encoding (UTF8), e.g. byte 0x81 in a WIN1252 database (README
-/// "Database encoding"). Reading the chunk again cannot help.
+/// the connection's client_encoding (UTF8), e.g. byte 0x81 in a WIN1252 database
+/// (docs/operations.md "Database encoding"). Reading the chunk again cannot help.
 inline bool is_untranslatable(const std::string& sqlstate) {
   return sqlstate == "22P05" || sqlstate == "22021";
 }

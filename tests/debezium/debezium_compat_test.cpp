@@ -12,7 +12,7 @@
 // Three comparisons (pairs of a Debezium connector and a walrelay instance configured alike) run
 // at once, their Debezium connectors in one Connect worker:
 // - main (decimal.handling.mode=precise): workload/setup.sql (one table per type family of
-//   README's "Value mapping" table, keys and replica identities, TOAST, partitions; rows both
+//   docs/events.md "Value mapping" table, keys and replica identities, TOAST, partitions; rows both
 //   connectors snapshot) and workload/stream.sql (inserts, updates, key changes, deletes,
 //   TRUNCATE, multi-statement transactions);
 // - string and double (decimal.handling.mode / events.decimal_handling): one table of numeric,

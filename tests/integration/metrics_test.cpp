@@ -60,11 +60,11 @@ class MetricsTest : public IntegrationTest {
   }
 };
 
-// The README's table of metrics (section "Metrics and health") names every metric /metrics
-// serves, with its type, and nothing else.
+// The table of metrics in docs/operations.md (section "Metrics and health") names every metric
+// /metrics serves, with its type, and nothing else.
 TEST_F(MetricsTest, TheReadmeTableListsEveryMetricServedWithItsType) {
-  std::ifstream in(std::string(WALRELAY_FIXTURES_DIR) + "/../../README.md");
-  ASSERT_TRUE(in) << "README.md not found";
+  std::ifstream in(std::string(WALRELAY_FIXTURES_DIR) + "/../../docs/operations.md");
+  ASSERT_TRUE(in) << "docs/operations.md not found";
   std::map<std::string, std::string> documented;  // name -> type
   bool in_table = false;
   const std::regex name_re("walrelay_[a-z0-9_]+");
@@ -88,7 +88,7 @@ TEST_F(MetricsTest, TheReadmeTableListsEveryMetricServedWithItsType) {
       EXPECT_TRUE(documented.emplace(it->str(), type).second) << "listed twice: " << it->str();
     }
   }
-  ASSERT_FALSE(documented.empty()) << "no metrics table in README.md";
+  ASSERT_FALSE(documented.empty()) << "no metrics table in docs/operations.md";
 
   pg_->exec("CREATE TABLE " + table("t") + " (id int PRIMARY KEY)");
   WalrelayProcess proc(make_config({{table("t")}}).to_yaml());

@@ -701,7 +701,7 @@ TEST_F(ValueMapping, FloatsInDebeziumFormatAreJavasText) {
 TEST_F(ValueMapping, BitsPointsAndHstoreAsDebeziumMapsThem) {
   // bit(1) → boolean; bit(n)/varbit → io.debezium.data.Bits (little-endian BitSet bytes, base64),
   // values observed from Debezium 3.6.1: B'1000' "CA==", B'10100101' "pQ==", B'00000001' "AQ==",
-  // varbit B'101' "BQ==", B'0000' "" (Debezium drops the zero bytes: README).
+  // varbit B'101' "BQ==", B'0000' "" (Debezium drops the zero bytes: docs/events.md).
   EXPECT_EQ(dbz("\"1\"", oid::kBit, 1), "true");
   EXPECT_EQ(dbz("\"0\"", oid::kBit, 1), "false");
   EXPECT_EQ(dbz("\"1000\"", oid::kBit, 4), "\"CA==\"");

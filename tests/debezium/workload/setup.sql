@@ -1,7 +1,8 @@
 -- Debezium compatibility suite: the tables and the rows both connectors snapshot.
 -- Run with search_path set to the test's own schema first, then public (hstore lives there).
 -- One statement per `;` at the end of a line; comments are `--` lines.
--- Every row of README's "Value mapping" table has a table here (see debezium_compat_test.cpp).
+-- Every row of docs/events.md's "Value mapping" table has a table here (see
+-- debezium_compat_test.cpp).
 
 CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
 CREATE TYPE pair AS (x int, label text);

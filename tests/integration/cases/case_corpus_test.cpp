@@ -667,7 +667,8 @@ class CaseCorpusTest : public IntegrationTest, public ::testing::WithParamInterf
       std::cerr << "[case " << GetParam() << "] published:\n" << describe(records);
     }
     for (const auto& r : records) {
-      // A dead-letter record has an id only when its event had one (README "Error policy").
+      // A dead-letter record has an id only when its event had one (docs/operations.md "Error
+      // policy").
       if (!r.header("walrelay.error.kind").empty()) continue;
       EXPECT_FALSE(r.header("id").empty()) << "record without header id: " << r.describe();
     }

@@ -1,5 +1,5 @@
-// Security properties of walrelay (README "Security"), checked against the real PostgreSQL
-// (wal2json) and Kafka of tests/services/start.sh:
+// Security properties of walrelay (docs/operations.md "Security"), checked against the real
+// PostgreSQL (wal2json) and Kafka of tests/services/start.sh:
 //   1. TLS to PostgreSQL: with `sslmode=verify-full` and the CA that signed the server certificate
 //      walrelay streams over TLS (pg_stat_ssl); with another CA it never connects (certificate
 //      verification error in its log, no slot).

@@ -68,7 +68,7 @@ struct TableConfig {
   std::string table_pattern;           ///< unquoted table part (may contain `*`)
   std::optional<OutboxConfig> outbox;  ///< set: this table is an outbox, not a row-change table
   /// Topic template for row changes: `{prefix}`, `{schema}`, `{table}` (default
-  /// `{prefix}.{schema}.{table}`). Characters Kafka does not allow are mapped (README).
+  /// `{prefix}.{schema}.{table}`). Characters Kafka does not allow are mapped (docs/events.md).
   std::optional<std::string> topic;
   /// Key columns for tables without a primary key, or to override it
   /// (Debezium message.key.columns). Empty: the primary key.
@@ -142,7 +142,7 @@ struct TopicsConfig {
   std::string prefix;  ///< topic prefix for row-change events; default = `name`
 };
 
-/// Value mapping of row-change events (README "Value mapping").
+/// Value mapping of row-change events (docs/events.md "Value mapping").
 struct EventsConfig {
   std::string value_format = "native";  ///< "native" or "debezium"
   bool json_as_document = false;        ///< json/jsonb columns embedded as JSON (native only)
@@ -190,8 +190,8 @@ struct SnapshotConfig {
   std::size_t chunk_size = 8192;  ///< rows per chunk (keyset pagination on the table's key)
   std::size_t parallelism = 1;    ///< tables read at once, one connection each
   /// Streamed keys an incremental snapshot's chunk may keep to drop rows the stream superseded
-  /// (README "Incremental snapshots"); a chunk that would keep more is read again. Bounds its
-  /// memory whatever the backlog.
+  /// (docs/snapshots.md "Incremental snapshots"); a chunk that would keep more is read again.
+  /// Bounds its memory whatever the backlog.
   std::size_t max_window_keys = 65536;
   /// Tables captured by `tables` that the slot's snapshots never read (added to the configuration
   /// later): "incremental" reads them while streaming (default), "never" leaves them.
@@ -210,7 +210,7 @@ struct SnapshotConfig {
   bool row_security = false;
 };
 
-/// The metrics and health endpoint (README "Metrics and health").
+/// The metrics and health endpoint (docs/operations.md "Metrics and health").
 struct MetricsConfig {
   /// host:port to serve /metrics, /live and /ready on; empty = off. Port 0 = any free port.
   std::string listen = "127.0.0.1:9187";
@@ -224,8 +224,8 @@ struct LogConfig {
   std::chrono::milliseconds progress_interval{5'000};  ///< period of the progress log line
 };
 
-/// `exactly_once:` (used when `delivery` is `exactly_once`; README "Exactly-once delivery").
-/// Kafka transactions (KIP-98) aligned with PostgreSQL transactions: each PostgreSQL
+/// `exactly_once:` (used when `delivery` is `exactly_once`; docs/delivery.md "Exactly-once
+/// delivery"). Kafka transactions (KIP-98) aligned with PostgreSQL transactions: each PostgreSQL
 /// transaction's records go into one Kafka transaction, several small ones share one.
 struct ExactlyOnceConfig {
   /// Longest time a Kafka transaction stays open collecting PostgreSQL transactions before it is
@@ -254,7 +254,7 @@ struct Config {
   LogConfig log;
   MetricsConfig metrics;
   /// `delivery`: "at_least_once" (default: idempotent producer, duplicates after a crash) or
-  /// "exactly_once" (transactional producer, positions stored in Kafka; README).
+  /// "exactly_once" (transactional producer, positions stored in Kafka; docs/delivery.md).
   std::string delivery = "at_least_once";
   ExactlyOnceConfig exactly_once;
 };

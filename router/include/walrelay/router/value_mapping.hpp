@@ -10,10 +10,11 @@ namespace walrelay::router {
 
 /// How column values are written into events (config `value_format`).
 enum class ValueFormat : std::uint8_t {
-  /// A value means what PostgreSQL meant (README "Value mapping"): numeric/money as exact decimal
-  /// strings, integers and floats as JSON numbers with their exact text, booleans, json/jsonb as a
-  /// JSON string holding the document's exact text, arrays as JSON arrays, bytea as base64,
-  /// date/time as ISO-8601 / RFC 3339 strings, interval as ISO-8601 duration, the rest as text.
+  /// A value means what PostgreSQL meant (docs/events.md "Value mapping"): numeric/money as exact
+  /// decimal strings, integers and floats as JSON numbers with their exact text, booleans,
+  /// json/jsonb as a JSON string holding the document's exact text, arrays as JSON arrays, bytea as
+  /// base64, date/time as ISO-8601 / RFC 3339 strings, interval as ISO-8601 duration, the rest as
+  /// text.
   kNative,
   /// Debezium's default JSON types with schemas disabled (decimal.handling.mode=precise,
   /// time.precision.mode=adaptive, binary.handling.mode=bytes), so Debezium consumers decode

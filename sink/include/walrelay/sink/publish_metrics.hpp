@@ -13,7 +13,7 @@
 
 namespace walrelay::sink {
 
-/// The `op` label of an acknowledged record (README "Metrics and health",
+/// The `op` label of an acknowledged record (docs/operations.md "Metrics and health",
 /// `walrelay_events_published_total{topic,op}`): a row-change envelope's `op` (its last `"op":"…"`
 /// field, near the end of the value: `c`, `u`, `d`, `r`, `t`), "tombstone" for a null value, ""
 /// for anything else (outbox events, dead-letter records). Reads `value` only.

@@ -124,7 +124,7 @@ class Publisher {
     if (listeners_[s]) listeners_[s](r);
   }
 
-  /// The publish metrics of every source but kPosition (README "Metrics and health").
+  /// The publish metrics of every source but kPosition (docs/operations.md "Metrics and health").
   [[nodiscard]] const PublishMetrics& metrics() const { return metrics_; }
 
   [[nodiscard]] std::size_t in_flight_events(RecordSource source) const {
