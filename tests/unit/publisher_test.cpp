@@ -108,6 +108,15 @@ TEST(Publisher, EnvelopeOpIsTheEnvelopesOwnField) {
   EXPECT_EQ(envelope_op("", false), "tombstone");
   EXPECT_EQ(envelope_op(R"({"order":7})", true), "");
   EXPECT_EQ(envelope_op("plain text", true), "");
+  // The envelope's own op, also when values before it hold `"op":"` texts or `p`s after it.
+  EXPECT_EQ(envelope_op(R"({"after":{"op":"x","p":"\"op\":\"y"},"op":"d","ts_ms":1,"p":2})", true),
+            "d");
+  EXPECT_EQ(envelope_op(R"({"after":{},"op":"c"})", true), "c");
+  EXPECT_EQ(envelope_op(R"({"op":"})", true), "") << "no byte after the op";
+  EXPECT_EQ(envelope_op(R"(p"op":"c"})", true), "c");
+  const std::string padded =
+      R"({"after":{"op":"x"},"op":"r","pad":")" + std::string(300, 'p') + R"("})";
+  EXPECT_EQ(envelope_op(padded, true), "") << "op further than 160 bytes from the end";
 }
 
 TEST(Publisher, TheHookKeepsARecordBackWithItsOwnError) {
