@@ -420,7 +420,8 @@ EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_vi
   r.identity_epoch = catalog_epoch_;
   if (r.schema != nullptr && !r.schema->captured_kind()) {
     // wal2json decodes a materialized view's rows (its creation, REFRESH ... CONCURRENTLY): such
-    // a relation is never published, also when it appeared after start-up (issue 25 item 1).
+    // a relation is never published, also when it appeared after start-up (test:
+    // CatalogIdentityTest.MaterializedViewsNeverPublishWheneverTheyAppeared).
     spdlog::info(
         "skipping {}.{} ({}): only ordinary and partitioned tables are captured, its changes are "
         "not published",
@@ -966,7 +967,8 @@ bool EventRouter::append_after_image(std::string& out, const decoder::Change& c,
   // An UPDATE leaves out unchanged TOASTed columns (wal2json skips unchanged external datums).
   // Never publish them as null: take the old value under REPLICA IDENTITY FULL, otherwise the
   // placeholder (Debezium unavailable.value.placeholder). The change's own columns are its shape
-  // (a backlog is decoded after later DDL, issue 25 item 5): each is published with its value,
+  // (a backlog is decoded after later DDL; test EventSemanticsTest.
+  // UnchangedToastInABacklogKeepsTheShapeItWasWrittenWith): each is published with its value,
   // also one the catalog no longer has (dropped since); a catalog column it lacks gets the
   // placeholder only if it existed when the change was written (never one added since). Both
   // lists are in attnum order: the catalog's columns are placed among the change's by name.
@@ -1449,7 +1451,7 @@ bool EventRouter::shape_refresh_due(const decoder::Change& c, const Rule& rule) 
   if (shape_mismatch(c, rule)) return true;
   // A change without a primary key whose key comes from the replica identity (an INSERT carries
   // none, so the catalog tells): read again after DDL, so the identity a change was written under
-  // keys it from the first change after a switch (issue 25 item 2).
+  // keys it from the first change after a switch (PostgreSQL docs, ALTER TABLE "REPLICA IDENTITY").
   if (rule.key_columns.empty() && c.pk.empty() && rule.identity_epoch != catalog_epoch_ &&
       (c.action == decoder::Action::kInsert || c.action == decoder::Action::kUpdate ||
        c.action == decoder::Action::kDelete)) {
@@ -1583,7 +1585,7 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
         // The change carries another identity than its key: a DELETE written under REPLICA
         // IDENTITY USING INDEX of a table with a primary key has only the index's columns, one
         // written under DEFAULT (before a switch to an index that key_columns names) only the
-        // primary key. Key it by them (never a key of nulls, shared/cases/BUG-10), and say why
+        // primary key. Key it by them (never a key of nulls), and say why
         // once per table.
         if (!rule.identity_key_warned) {
           rule.identity_key_warned = true;

@@ -1,4 +1,4 @@
-// A slot that moved back (issue 25 item 9): PostgreSQL keeps a logical slot's confirmed_flush_lsn
+// A slot that moved back: PostgreSQL keeps a logical slot's confirmed_flush_lsn
 // in memory and writes it to disk only at a checkpoint (or when restart_lsn moves), so a restart
 // without one (a crash, `pg_ctl stop -m immediate`) brings the slot back to an older position
 // than walrelay confirmed. Nothing is lost (the WAL in between is decoded again), but its changes

@@ -79,7 +79,8 @@ bool Connector::resume_snapshot_progress(const std::string& slot, Lsn confirmed_
   snapshot_store_ = std::make_unique<snapshot::SnapshotProgressStore>(progress_dir(cfg_), slot);
   auto loaded = snapshot_store_->load();
   // Only a readable progress file of this slot that says every table is done proves that the
-  // snapshot finished: without it the tables are read again (issue 25 item 7).
+  // snapshot finished: without it the tables are read again (tests/integration/snapshot/
+  // lost_state_test.cpp).
   std::string unproven;
   if (!loaded) {
     unproven = loaded.error();
