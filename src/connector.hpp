@@ -452,6 +452,7 @@ class Connector {
   std::int64_t unit_index_ = 0;
   bool unit_open_ = false;
   bool eos_restarting_ = false;
+  std::string eos_restart_reason_;  // why eos_restart last acted (logged when stopping)
   std::string positions_topic_;
   boost::asio::steady_timer commit_timer_{io_};
   std::uint64_t eos_commits_ = 0;

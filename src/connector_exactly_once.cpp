@@ -138,6 +138,12 @@ void Connector::eos_finish(ExitCode code) {
     if (eos_committing_) {
       spdlog::warn("second signal: not waiting for the Kafka commit; the transaction is aborted");
       eos_committing_ = false;
+    } else if (eos_restarting_) {
+      // The broker refused the commit (an abortable error such as OUT_OF_ORDER_SEQUENCE_NUMBER
+      // from a broker that restarted): nothing of it is visible to read_committed consumers, and
+      // the slot is confirmed only up to the last commit.
+      spdlog::warn("{}; the transaction is aborted and the next start publishes it again",
+                   eos_restart_reason_);
     }
     stopping_ = true;
   }
@@ -571,6 +577,7 @@ void Connector::eos_restart(const std::string& reason, bool new_producer) {
   // session's record) has nothing to abort, and the session being started replays it anyway.
   if (eos_restarting_ || stopping_ || eos_starting_) return;
   eos_restarting_ = true;
+  eos_restart_reason_ = reason;
   eos_committing_ = false;  // a commit in progress is not resumed: the transaction is aborted
   commit_timer_.cancel();
   // No more slices of a commit in progress (one under way on the stack still ends in
