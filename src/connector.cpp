@@ -74,7 +74,11 @@ Connector::Connector(asio::io_context& io, config::Config cfg)
       jitter_(
           static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count())),
       status_interval_(cfg_.source.status_interval),
-      repeated_(static_cast<int>(cfg_.source.max_repeated_errors)) {}
+      repeated_(static_cast<int>(cfg_.source.max_repeated_errors)) {
+  if (cfg_.errors.policy == "dead_letter") {
+    dead_letters_.emplace(publisher_, cfg_.errors.dead_letter_topic);
+  }
+}
 
 Connector::~Connector() = default;
 
@@ -747,19 +751,19 @@ bool Connector::publish_pending() {
       // A chunk's rows stay in one Kafka transaction (handle_snapshot_message split before it).
       if (!pending_chunk_ && !eos_split_if_full()) return false;
     }
-    const rd_kafka_resp_err_t err =
+    const sink::PublishResult published =
         publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, false));
-    if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+    if (published.status == sink::PublishStatus::kQueueFull) {
       // librdkafka's queue limits (possibly lowered in kafka.properties) are full: wait for
       // delivery reports to free room, then publish the rest of this change (the records stay
       // valid: nothing is decoded or routed while the stream is paused).
       stream_->pause();
       return false;
     }
-    if (err == RD_KAFKA_RESP_ERR__FATAL) return false;  // on_producer_fatal restarts the session
-    // exactly_once: no Kafka transaction could be opened; eos_restart/eos_fenced act on it.
-    if (err == RD_KAFKA_RESP_ERR__STATE && exactly_once()) return false;
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    // kFatal: on_producer_fatal restarts the session. kNoTransaction (exactly_once): no Kafka
+    // transaction could be opened; eos_restart/eos_fenced act on it.
+    if (published.restart()) return false;
+    if (!published.queued()) {
       const std::string key = rec.key ? std::string(*rec.key) : std::string("null");
       std::string event_id;
       for (const auto& h : rec.headers) {
@@ -768,11 +772,11 @@ bool Connector::publish_pending() {
       const std::string reason = std::string("cannot publish to topic ") + std::string(rec.topic) +
                                  " (key " + key + ", transaction ending at LSN " +
                                  tracker_.next_lsn_of(seq).value_or(Lsn{}).to_string() +
-                                 "): " + rd_kafka_err2str(err);
-      if (cfg_.errors.policy == "dead_letter" && err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
-        // A record over message.max.bytes fails synchronously (shared/cases/README.md item 12).
-        if (!publish_dead_letter(seq, "oversize", reason, rec.topic, rec.key, std::nullopt,
-                                 pending_lsn_, event_id)) {
+                                 "): " + published.error();
+      if (dead_letters_ && published.status == sink::PublishStatus::kTooLarge) {
+        // A record over message.max.bytes fails synchronously (librdkafka rd_kafka_producev).
+        if (!publish_dead_letter(seq, {sink::DeadLetterKind::kOversize, reason, rec.topic,
+                                       pending_lsn_, event_id, rec.key, std::nullopt})) {
           return false;
         }
         ++dead_lettered_oversize_;
@@ -870,12 +874,12 @@ void Connector::on_delivery(const sink::DeliveryReport& r) {
     eos_delivery_failed(reason, r.err);
     return;
   }
-  if (!dead_letter && cfg_.errors.policy == "dead_letter") {
+  if (!dead_letter && dead_letters_) {
     // The dead-letter record takes the failed event's place in its transaction.
-    if (publish_dead_letter(seq, "delivery", reason, r.topic,
-                            r.has_key ? std::optional<std::string_view>(r.key) : std::nullopt,
-                            r.has_value ? std::optional<std::string_view>(r.value) : std::nullopt,
-                            lsn.value_or(Lsn{}), r.event_id)) {
+    if (publish_dead_letter(
+            seq, {sink::DeadLetterKind::kDelivery, reason, r.topic, lsn.value_or(Lsn{}), r.event_id,
+                  r.has_key ? std::optional<std::string_view>(r.key) : std::nullopt,
+                  r.has_value ? std::optional<std::string_view>(r.value) : std::nullopt})) {
       ++dead_lettered_delivery_;
       tracker_.on_ack(seq, r.bytes);
       return;

@@ -31,6 +31,7 @@
 #include "walrelay/decoder/wal2json_decoder.hpp"
 #include "walrelay/router/event_router.hpp"
 #include "walrelay/sink/ack_tracker.hpp"
+#include "walrelay/sink/dead_letter.hpp"
 #include "walrelay/sink/kafka_producer.hpp"
 #include "walrelay/sink/kafka_transactions.hpp"
 #include "walrelay/sink/publisher.hpp"
@@ -144,11 +145,9 @@ class Connector {
   /// and, when they can be told, its table and key; the dead-letter record carries the line's
   /// bytes as received.
   void on_unconvertible_line(const replication::XLogData& x, const decoder::TranscodeError& error);
-  /// Publishes a dead-letter record for the current transaction `seq`; false if that failed.
-  bool publish_dead_letter(std::uint64_t seq, std::string_view kind, const std::string& reason,
-                           std::string_view source, std::optional<std::string_view> key,
-                           std::optional<std::string_view> body, Lsn lsn,
-                           std::string_view event_id);
+  /// Publishes `dead_letter` (through dead_letters_, the one dead-letter path) in place of an
+  /// event of transaction `seq`; false if that failed (the connector then stops).
+  bool publish_dead_letter(std::uint64_t seq, const sink::DeadLetter& dead_letter);
   void finish(ExitCode code);
   /// A second SIGINT/SIGTERM came during the shutdown: stop waiting for Kafka.
   static bool second_signal();
@@ -326,8 +325,8 @@ class Connector {
   std::size_t pending_next_ = 0;
   AfterPublish pending_after_ = AfterPublish::kChange;
   Lsn pending_lsn_;
-  std::string dlq_value_;  // reused dead-letter buffers
-  std::vector<std::string> dlq_header_values_;
+  /// errors.policy dead_letter: the dead-letter path the stream and the snapshots share.
+  std::optional<sink::DeadLetterWriter> dead_letters_;
 
   // delivery exactly_once (connector_exactly_once.cpp, docs/delivery.md "Exactly-once delivery"):
   // every record is published inside a Kafka transaction; a PostgreSQL transaction's records share

@@ -11,7 +11,7 @@ namespace walrelay {
 
 bool Connector::handle_unmappable(const std::string& reason, std::string_view original,
                                   const decoder::Change* change, std::string_view source_hint) {
-  if (cfg_.errors.policy != "dead_letter") {
+  if (!dead_letters_) {
     spdlog::error("{}; stopping without confirming past it (errors.policy=fail)", reason);
     finish(ExitCode::kMappingFailed);
     return false;
@@ -30,8 +30,9 @@ bool Connector::handle_unmappable(const std::string& reason, std::string_view or
   }
   const std::string event_id =
       change != nullptr ? router_->outbox_event_id(*change).value_or("") : std::string();
-  const bool ok = publish_dead_letter(*tracker_.open_txn(), "mapping", reason, source, std::nullopt,
-                                      original, lsn, event_id);
+  const bool ok = publish_dead_letter(
+      *tracker_.open_txn(),
+      {sink::DeadLetterKind::kMapping, reason, source, lsn, event_id, std::nullopt, original});
   if (!ok) return false;
   ++dead_lettered_mapping_;
   if (standalone && change == nullptr) {
@@ -41,43 +42,28 @@ bool Connector::handle_unmappable(const std::string& reason, std::string_view or
   return true;
 }
 
-bool Connector::publish_dead_letter(std::uint64_t seq, std::string_view kind,
-                                    const std::string& reason, std::string_view source,
-                                    std::optional<std::string_view> key,
-                                    std::optional<std::string_view> body, Lsn lsn,
-                                    std::string_view event_id) {
+bool Connector::publish_dead_letter(std::uint64_t seq, const sink::DeadLetter& dead_letter) {
   if (exactly_once() && eos_unit_in_kafka()) {
     // Replayed after a restart: this unit's dead-letter record is in Kafka already.
     return true;
   }
-  dlq_header_values_.assign(
-      {std::string(kind), reason, std::string(source), lsn.to_string(), std::string(event_id)});
-  std::vector<Header> headers = {{"walrelay.error.kind", dlq_header_values_[0]},
-                                 {"walrelay.error.reason", dlq_header_values_[1]},
-                                 {"walrelay.source", dlq_header_values_[2]},
-                                 {"walrelay.lsn", dlq_header_values_[3]}};
-  if (!event_id.empty()) headers.push_back({"id", dlq_header_values_[4]});
-  Record rec{cfg_.errors.dead_letter_topic, key, body, headers, 0};
-  rd_kafka_resp_err_t err = publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, true));
-  if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE && rec.value) {
-    // The original itself is too large: a record with the headers and no body.
-    rec.value = std::nullopt;
-    err = publisher_.publish(sink::RecordSource::kStream, rec, opaque(seq, true));
-  }
-  // A mapping error's reason already names its LSN ("(xid …, LSN …)"): not twice.
-  const std::string at = reason.find("LSN " + lsn.to_string()) == std::string::npos
-                             ? " (LSN " + lsn.to_string() + ")"
-                             : std::string();
-  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+  const sink::DeadLetterWriter::Result r =
+      dead_letters_->publish(sink::RecordSource::kStream, opaque(seq, true), dead_letter);
+  if (!r.queued()) {
+    // A mapping error's reason already names its LSN ("(xid …, LSN …)"): not twice.
+    const std::string lsn = dead_letter.lsn.to_string();
+    const std::string at = dead_letter.reason.find("LSN " + lsn) == std::string_view::npos
+                               ? " (LSN " + lsn + ")"
+                               : std::string();
     spdlog::error(
         "{}{}; publishing it to the dead-letter topic {} failed too: {}; stopping "
         "without confirming past it",
-        reason, at, cfg_.errors.dead_letter_topic, rd_kafka_err2str(err));
-    finish(kind == "mapping" ? ExitCode::kMappingFailed : ExitCode::kDeliveryFailed);
+        dead_letter.reason, at, dead_letters_->topic(), r.error);
+    finish(dead_letter.kind == sink::DeadLetterKind::kMapping ? ExitCode::kMappingFailed
+                                                              : ExitCode::kDeliveryFailed);
     return false;
   }
-  tracker_.add_event_to(seq, sink::record_bytes(rec));
-  spdlog::warn("dead-lettered ({}) to {}: {}{}", kind, cfg_.errors.dead_letter_topic, reason, at);
+  tracker_.add_event_to(seq, r.bytes);
   return true;
 }
 

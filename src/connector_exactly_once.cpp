@@ -486,11 +486,11 @@ void Connector::eos_commit(bool blocking) {
   if (has_position) {
     value = sink::encode_position(position);
     const Record rec{positions_topic_, std::string_view(cfg_.name), std::string_view(value), {}, 0};
-    const rd_kafka_resp_err_t err = publisher_.publish(sink::RecordSource::kPosition, rec, 0);
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const sink::PublishResult published = publisher_.publish(sink::RecordSource::kPosition, rec, 0);
+    if (!published.queued()) {
       if (!eos_restarting_ && !stopping_) {
-        eos_restart(std::string("cannot produce the position record: ") + rd_kafka_err2str(err),
-                    err == RD_KAFKA_RESP_ERR__FATAL);
+        eos_restart(std::string("cannot produce the position record: ") + published.error(),
+                    published.status == sink::PublishStatus::kFatal);
       }
       return;
     }

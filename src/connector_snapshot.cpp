@@ -347,8 +347,10 @@ void Connector::run_snapshot() {
   // Exact text for NaN/±Infinity too; the router maps a quoted number like a bare one.
   settings.numerics = decoder::NumericTokens::kStrings;
   settings.progress_interval = cfg_.log.progress_interval;
-  if (cfg_.errors.policy == "dead_letter")
-    settings.dead_letter_topic = cfg_.errors.dead_letter_topic;
+  if (dead_letters_) {
+    settings.dead_letters = &*dead_letters_;
+    settings.dead_letter_deliveries = !exactly_once();
+  }
   settings.check_utf8 = transcoder_.mode() == decoder::TranscodeMode::kValidate;
   settings.row_security = cfg_.snapshot.row_security;
   if (snapshot_progress_->resumed) {

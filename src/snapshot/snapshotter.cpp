@@ -601,21 +601,22 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
   }
   if (!mapping_error.empty()) {
     const std::string reason = "snapshot of " + p.schema + "." + p.table + ": " + mapping_error;
-    if (settings_.dead_letter_topic.empty()) {
+    if (settings_.dead_letters == nullptr) {
       fail(SnapshotFailure::kMapping, reason);
       return false;
     }
-    return dead_letter(t, unit, "mapping", reason, std::nullopt, true);
+    return dead_letter(t, unit, sink::DeadLetterKind::kMapping, reason, std::nullopt, true);
   }
   for (const Record& rec : *routed) {
-    const auto err = publisher_.publish(sink::RecordSource::kSnapshot, rec, unit);
-    if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+    const sink::PublishResult published =
+        publisher_.publish(sink::RecordSource::kSnapshot, rec, unit);
+    if (published.status == sink::PublishStatus::kQueueFull) {
       // Published again from this row when delivery reports free room (one record per row).
       return false;
     }
-    if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE && !settings_.dead_letter_topic.empty()) {
-      // Over message.max.bytes (shared/cases/README.md item 12): its key and the reason.
-      if (!dead_letter(t, unit, "oversize",
+    if (published.status == sink::PublishStatus::kTooLarge && settings_.dead_letters != nullptr) {
+      // Over message.max.bytes (librdkafka rd_kafka_producev): its key and the reason.
+      if (!dead_letter(t, unit, sink::DeadLetterKind::kOversize,
                        "snapshot row of " + p.schema + "." + p.table +
                            " is larger than the "
                            "producer's message.max.bytes",
@@ -624,14 +625,12 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
       }
       continue;
     }
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      // ERR__STATE: delivery exactly_once could not open a Kafka transaction (the connector
+    if (!published.queued()) {
+      // kNoTransaction: delivery exactly_once could not open a Kafka transaction (the connector
       // aborts and restarts the session): retried like a fatal producer error.
-      fail(err == RD_KAFKA_RESP_ERR__FATAL || err == RD_KAFKA_RESP_ERR__STATE
-               ? SnapshotFailure::kRetry
-               : SnapshotFailure::kDelivery,
+      fail(published.restart() ? SnapshotFailure::kRetry : SnapshotFailure::kDelivery,
            "snapshot: cannot publish a row of " + p.schema + "." + p.table + " to topic " +
-               std::string(rec.topic) + ": " + rd_kafka_err2str(err));
+               std::string(rec.topic) + ": " + published.error());
       return false;
     }
     ++t.chunks.back().outstanding;
@@ -639,11 +638,11 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
   return true;
 }
 
-bool Snapshotter::dead_letter(Table& t, std::uint64_t unit, std::string_view kind,
+bool Snapshotter::dead_letter(Table& t, std::uint64_t unit, sink::DeadLetterKind kind,
                               const std::string& reason, std::optional<std::string_view> key,
                               bool with_row) {
-  // Like a streamed change's dead-letter record (docs/operations.md "Error policy"): the reason in
-  // headers; for a row that cannot be mapped, its column texts as a JSON object.
+  // The stream's dead-letter path (docs/operations.md "Error policy"): the reason in headers; for
+  // a row that cannot be mapped, its column texts as a JSON object.
   const TableProgress& p = *t.progress;
   std::string body;
   if (with_row) {
@@ -661,25 +660,19 @@ bool Snapshotter::dead_letter(Table& t, std::uint64_t unit, std::string_view kin
     body.push_back('}');
   }
   const std::string source = p.schema + "." + p.table;
-  const std::string lsn = progress_.lsn.to_string();
-  const Header headers[] = {{"walrelay.error.kind", kind},
-                            {"walrelay.error.reason", reason},
-                            {"walrelay.source", source},
-                            {"walrelay.lsn", lsn},
-                            {"id", id_}};
-  const Record rec{settings_.dead_letter_topic, key,
-                   with_row ? std::optional<std::string_view>(body) : std::nullopt, headers, 0};
-  const auto err = publisher_.publish(sink::RecordSource::kSnapshot, rec, unit);
+  const auto r = settings_.dead_letters->publish(
+      sink::RecordSource::kSnapshot, unit,
+      {kind, reason, source, progress_.lsn, id_, key,
+       with_row ? std::optional<std::string_view>(body) : std::nullopt});
   // A full queue (or, exactly_once, a commit in progress): the row is published again, and
   // dead-lettered again, when there is room (maybe_continue).
-  if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) return false;
-  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+  if (r.status == sink::PublishStatus::kQueueFull) return false;
+  if (!r.queued()) {
     fail(SnapshotFailure::kDelivery, reason + "; publishing it to the dead-letter topic " +
-                                         settings_.dead_letter_topic +
-                                         " failed too: " + rd_kafka_err2str(err));
+                                         settings_.dead_letters->topic() +
+                                         " failed too: " + r.error);
     return false;
   }
-  spdlog::warn("dead-lettered ({}) to {}: {}", kind, settings_.dead_letter_topic, reason);
   ++t.chunks.back().outstanding;
   return true;
 }
@@ -727,10 +720,27 @@ void Snapshotter::on_delivery(const sink::DeliveryReport& r) {
   if (table >= tables_.size()) return;
   Table& t = tables_[table];
   if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    fail(SnapshotFailure::kDelivery,
-         "snapshot: delivery failed for good: topic " + std::string(r.topic) + ": " +
-             rd_kafka_err2str(r.err) + "; the snapshot of " + t.progress->schema + "." +
-             t.progress->table + " resumes from its last acknowledged chunk on restart");
+    const std::string reason = "snapshot: delivery failed for good: topic " + std::string(r.topic) +
+                               ": " + rd_kafka_err2str(r.err);
+    // Not a dead-letter record itself: its failure stops the snapshot.
+    if (settings_.dead_letter_deliveries && settings_.dead_letters != nullptr &&
+        r.topic != settings_.dead_letters->topic()) {
+      // As the stream does: the dead-letter record takes the failed record's place in its chunk
+      // (its outstanding count is unchanged).
+      const auto d = settings_.dead_letters->publish(
+          sink::RecordSource::kSnapshot, r.opaque,
+          {sink::DeadLetterKind::kDelivery, reason, r.topic, progress_.lsn, r.event_id,
+           r.has_key ? std::optional<std::string_view>(r.key) : std::nullopt,
+           r.has_value ? std::optional<std::string_view>(r.value) : std::nullopt});
+      if (d.queued()) return;
+      fail(SnapshotFailure::kDelivery, reason + "; publishing it to the dead-letter topic " +
+                                           settings_.dead_letters->topic() +
+                                           " failed too: " + d.error);
+      return;
+    }
+    fail(SnapshotFailure::kDelivery, reason + "; the snapshot of " + t.progress->schema + "." +
+                                         t.progress->table +
+                                         " resumes from its last acknowledged chunk on restart");
     return;
   }
   for (auto& c : t.chunks) {

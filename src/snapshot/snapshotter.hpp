@@ -20,6 +20,7 @@
 #include "walrelay/decoder/wal2json_value.hpp"
 #include "walrelay/router/event_router.hpp"
 #include "walrelay/router/table_schema.hpp"
+#include "walrelay/sink/dead_letter.hpp"
 #include "walrelay/sink/publisher.hpp"
 
 namespace walrelay::snapshot {
@@ -61,9 +62,13 @@ class Snapshotter {
     std::size_t max_in_flight_bytes = 32ull * 1024 * 1024;
     decoder::NumericTokens numerics = decoder::NumericTokens::kNumbers;
     std::chrono::milliseconds progress_interval{5'000};
-    /// errors.policy dead_letter: a row that cannot be mapped or is over message.max.bytes goes
-    /// here instead of stopping the snapshot. Empty: stop (errors.policy fail).
-    std::string dead_letter_topic;
+    /// errors.policy dead_letter: the dead-letter path the stream shares (owned by the
+    /// connector, outlives this). A row that cannot be mapped or is over message.max.bytes goes
+    /// there instead of stopping the snapshot. Null: stop (errors.policy fail).
+    sink::DeadLetterWriter* dead_letters = nullptr;
+    /// Also a record whose delivery failed for good (not under delivery exactly_once, where the
+    /// Kafka transaction is aborted instead), as the stream does.
+    bool dead_letter_deliveries = false;
     /// An SQL_ASCII database (source.allow_sql_ascii): row texts arrive as stored and each row
     /// must be UTF-8, else it is a mapping error (dead-lettered or stopping, as above).
     bool check_utf8 = false;
@@ -185,8 +190,8 @@ class Snapshotter {
   void publish_rows(Worker& w);
   bool publish_row(Worker& w, int row, std::string_view marker);
   /// Publishes a dead-letter record for the current row in its chunk; false if that failed.
-  bool dead_letter(Table& t, std::uint64_t unit, std::string_view kind, const std::string& reason,
-                   std::optional<std::string_view> key, bool with_row);
+  bool dead_letter(Table& t, std::uint64_t unit, sink::DeadLetterKind kind,
+                   const std::string& reason, std::optional<std::string_view> key, bool with_row);
   /// Fills values_ with the texts of `row` of `res`.
   void row_values(const PGresult* res, int row);
   void finish_table_read(Worker& w);

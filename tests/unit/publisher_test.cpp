@@ -131,9 +131,9 @@ TEST(Publisher, TheHookKeepsARecordBackWithItsOwnError) {
     return gate;
   });
   const Record rec{"t", std::string_view("k"), std::string_view("v"), {}, 0};
-  EXPECT_EQ(p.publish(RecordSource::kStream, rec, 1), RD_KAFKA_RESP_ERR__QUEUE_FULL);
+  EXPECT_EQ(p.publish(RecordSource::kStream, rec, 1).status, sink::PublishStatus::kQueueFull);
   gate = RD_KAFKA_RESP_ERR__STATE;
-  EXPECT_EQ(p.publish(RecordSource::kSnapshot, rec, 2), RD_KAFKA_RESP_ERR__STATE);
+  EXPECT_EQ(p.publish(RecordSource::kSnapshot, rec, 2).status, sink::PublishStatus::kNoTransaction);
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(p.in_flight_events(RecordSource::kStream), 0u);
   EXPECT_EQ(p.in_flight_events(RecordSource::kSnapshot), 0u);

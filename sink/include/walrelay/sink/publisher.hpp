@@ -21,6 +21,53 @@ enum class RecordSource : std::uint8_t {
   kPosition = 2,  ///< delivery exactly_once: the position record of a Kafka transaction
 };
 
+/// What became of a record handed to `Publisher::publish` (librdkafka's synchronous result of
+/// rd_kafka_producev, classified here once so that sources never see librdkafka codes).
+enum class PublishStatus : std::uint8_t {
+  kQueued,     ///< handed to the producer: exactly one delivery report follows
+  kQueueFull,  ///< no room: librdkafka's queue is full (ERR__QUEUE_FULL, its
+               ///< queue.buffering.max.* limits) or, delivery exactly_once, the open Kafka
+               ///< transaction is being committed; publish it again once reports free room
+  kTooLarge,   ///< over the producer's message.max.bytes (ERR_MSG_SIZE_TOO_LARGE): never fits
+  kFatal,      ///< the producer hit a fatal error (ERR__FATAL, librdkafka INTRODUCTION.md "Fatal
+               ///< errors"): its fatal callback follows and a new producer takes over
+  kNoTransaction,  ///< delivery exactly_once: no Kafka transaction could be opened (ERR__STATE);
+                   ///< the session is aborted and restarted
+  kRejected,       ///< any other refusal (e.g. ERR__UNKNOWN_PARTITION): it cannot be published
+};
+
+/// The result of `Publisher::publish`: its status and, when not queued, librdkafka's text.
+struct PublishResult {
+  PublishStatus status = PublishStatus::kQueued;
+  rd_kafka_resp_err_t code = RD_KAFKA_RESP_ERR_NO_ERROR;  ///< for `error()` and logs only
+
+  [[nodiscard]] bool queued() const { return status == PublishStatus::kQueued; }
+  /// The refusal as librdkafka words it (rd_kafka_err2str), "Success" when queued.
+  [[nodiscard]] const char* error() const { return rd_kafka_err2str(code); }
+  /// The session must restart (kFatal or kNoTransaction): nothing for the source to decide.
+  [[nodiscard]] bool restart() const {
+    return status == PublishStatus::kFatal || status == PublishStatus::kNoTransaction;
+  }
+};
+
+/// Classifies rd_kafka_producev's result (librdkafka rdkafka.h, rd_kafka_producev "Returns").
+inline PublishResult classify_produce(rd_kafka_resp_err_t err) {
+  switch (err) {
+    case RD_KAFKA_RESP_ERR_NO_ERROR:
+      return {PublishStatus::kQueued, err};
+    case RD_KAFKA_RESP_ERR__QUEUE_FULL:
+      return {PublishStatus::kQueueFull, err};
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+      return {PublishStatus::kTooLarge, err};
+    case RD_KAFKA_RESP_ERR__FATAL:
+      return {PublishStatus::kFatal, err};
+    case RD_KAFKA_RESP_ERR__STATE:
+      return {PublishStatus::kNoTransaction, err};
+    default:
+      return {PublishStatus::kRejected, err};
+  }
+}
+
 /// The one publish path every source of records shares: record → producer → delivery report →
 /// the source's own acknowledgement tracking. It tags each message's opaque with its source,
 /// counts what is in flight per source (for the `kafka.max_in_flight_*` bounds) and hands every
@@ -81,14 +128,13 @@ class Publisher {
   /// Forgets the held reports (the transaction was aborted: its records are published again).
   void drop_held() { held_.clear(); }
 
-  /// Hands `record` to the producer with `unit` (< 2^62) for `source`. Returns librdkafka's
-  /// synchronous result (NO_ERROR, QUEUE_FULL, MSG_SIZE_TOO_LARGE, ERR__FATAL, ...); only on
-  /// NO_ERROR does a delivery report follow, and the record counts as in flight until then.
-  rd_kafka_resp_err_t publish(RecordSource source, const Record& record, std::uint64_t unit) {
+  /// Hands `record` to the producer with `unit` (< 2^62) for `source`. Only when the result is
+  /// kQueued does a delivery report follow, and the record counts as in flight until then.
+  PublishResult publish(RecordSource source, const Record& record, std::uint64_t unit) {
     const auto s = static_cast<std::size_t>(source);
     if (before_publish_) {
       if (const rd_kafka_resp_err_t gate = before_publish_(); gate != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        return gate;
+        return classify_produce(gate);
       }
     }
     const rd_kafka_resp_err_t err =
@@ -96,8 +142,9 @@ class Publisher {
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       ++in_flight_events_[s];
       in_flight_bytes_[s] += record_bytes(record);
+      return {};
     }
-    return err;
+    return classify_produce(err);
   }
 
   /// The producer's delivery report: counts it and passes it on with the unit as `opaque`.

@@ -1,0 +1,51 @@
+#include "walrelay/sink/dead_letter.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+
+namespace walrelay::sink {
+
+std::string_view to_string(DeadLetterKind kind) {
+  switch (kind) {
+    case DeadLetterKind::kMapping:
+      return "mapping";
+    case DeadLetterKind::kOversize:
+      return "oversize";
+    case DeadLetterKind::kDelivery:
+      return "delivery";
+  }
+  return "mapping";
+}
+
+DeadLetterWriter::Result DeadLetterWriter::publish(RecordSource source, std::uint64_t unit,
+                                                   const DeadLetter& dl) {
+  lsn_ = dl.lsn.to_string();
+  const std::array<Header, 5> headers = {{{"walrelay.error.kind", to_string(dl.kind)},
+                                          {"walrelay.error.reason", dl.reason},
+                                          {"walrelay.source", dl.source},
+                                          {"walrelay.lsn", lsn_},
+                                          {"id", dl.event_id}}};
+  Record rec{topic_, dl.key, dl.body,
+             std::span<const Header>(headers.data(), dl.event_id.empty() ? 4 : 5), 0};
+  PublishResult r = publisher_.publish(source, rec, unit);
+  if (r.status == PublishStatus::kTooLarge && rec.value) {
+    // The original itself is too large: a record with the headers and no body.
+    rec.value = std::nullopt;
+    r = publisher_.publish(source, rec, unit);
+  }
+  Result out;
+  out.status = r.status;
+  if (!r.queued()) {
+    out.error = r.error();
+    return out;
+  }
+  out.bytes = record_bytes(rec);
+  // A mapping error's reason often names its LSN already ("(xid …, LSN …)"): not twice.
+  const bool names_lsn = dl.reason.find("LSN " + lsn_) != std::string_view::npos;
+  spdlog::warn("dead-lettered ({}) to {}: {}{}{}{}", to_string(dl.kind), topic_, dl.reason,
+               names_lsn ? "" : " (LSN ", names_lsn ? "" : lsn_, names_lsn ? "" : ")");
+  return out;
+}
+
+}  // namespace walrelay::sink
