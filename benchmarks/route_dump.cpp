@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
     cfg.events.transaction_metadata = true;
     format.resize(format.size() - 4);
   }
-  cfg.events.value_format = format;
+  cfg.events.value_format = format == "debezium" ? walrelay::config::ValueFormat::kDebezium
+                                                 : walrelay::config::ValueFormat::kNative;
   cfg.events.operations.truncate = true;
   walrelay::config::TableConfig all;
   all.name = "*.*";

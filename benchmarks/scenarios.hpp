@@ -143,7 +143,8 @@ struct Pipeline {
     box.outbox = config::OutboxConfig{};
     box.outbox->event_type = "type";
     cfg.tables.push_back(box);
-    cfg.events.value_format = std::string(value_format);
+    cfg.events.value_format =
+        value_format == "debezium" ? config::ValueFormat::kDebezium : config::ValueFormat::kNative;
     router = std::make_unique<router::EventRouter>(
         router::RouterSettings{"bench", "bench", "app", "0", cfg.events}, cfg, &schemas, types);
     router->begin(1031, Lsn(0x26B3D938), std::chrono::microseconds{1795997677104367});

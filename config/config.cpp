@@ -22,6 +22,38 @@ namespace walrelay::config {
 
 namespace {
 
+/// The spelling of each configuration choice in the file: the one table `one_of` reads and
+/// `to_string` writes.
+template <class E>
+struct Spelling {
+  std::string_view name;
+  E value;
+};
+constexpr Spelling<Delivery> kDeliveries[] = {{"at_least_once", Delivery::kAtLeastOnce},
+                                              {"exactly_once", Delivery::kExactlyOnce}};
+constexpr Spelling<ErrorPolicy> kErrorPolicies[] = {{"fail", ErrorPolicy::kFail},
+                                                    {"dead_letter", ErrorPolicy::kDeadLetter}};
+constexpr Spelling<SnapshotMode> kSnapshotModes[] = {{"initial", SnapshotMode::kInitial},
+                                                     {"never", SnapshotMode::kNever},
+                                                     {"initial_only", SnapshotMode::kInitialOnly}};
+constexpr Spelling<NewTables> kNewTables[] = {{"incremental", NewTables::kIncremental},
+                                              {"never", NewTables::kNever}};
+constexpr Spelling<ValueFormat> kValueFormats[] = {{"native", ValueFormat::kNative},
+                                                   {"debezium", ValueFormat::kDebezium}};
+constexpr Spelling<DecimalHandling> kDecimalHandlings[] = {{"precise", DecimalHandling::kPrecise},
+                                                           {"string", DecimalHandling::kString},
+                                                           {"double", DecimalHandling::kDouble}};
+constexpr Spelling<Partitions> kPartitions[] = {{"root", Partitions::kRoot},
+                                                {"leaf", Partitions::kLeaf}};
+
+template <class E, std::size_t N>
+std::string_view spelling(const Spelling<E> (&table)[N], E value) {
+  for (const auto& s : table) {
+    if (s.value == value) return s.name;
+  }
+  return "?";
+}
+
 constexpr std::string_view kMissing = "required key is missing";
 
 /// PostgreSQL's NAMEDATALEN - 1: longer slot names are rejected by CREATE_REPLICATION_SLOT.
@@ -336,7 +368,7 @@ class Loader {
         {"metrics", [this](const YAML::Node& v, const std::string& p) { read_metrics(v, p); }},
         {"delivery",
          [this](const YAML::Node& v, const std::string& p) {
-           if (auto s = one_of(v, p, {"at_least_once", "exactly_once"})) config_.delivery = *s;
+           if (auto d = one_of(v, p, kDeliveries)) config_.delivery = *d;
          }},
         {"exactly_once",
          [this](const YAML::Node& v, const std::string& p) { read_exactly_once(v, p); }},
@@ -469,7 +501,7 @@ class Loader {
     const Field fields[] = {
         {"policy",
          [&](const YAML::Node& v, const std::string& p) {
-           if (auto s = one_of(v, p, {"fail", "dead_letter"})) errors.policy = *s;
+           if (auto e = one_of(v, p, kErrorPolicies)) errors.policy = *e;
          }},
         {"dead_letter_topic",
          [&](const YAML::Node& v, const std::string& p) {
@@ -483,7 +515,7 @@ class Loader {
          }},
     };
     const auto seen = walk(node, path, fields);
-    if (seen && errors.policy == "dead_letter" && !seen->contains("dead_letter_topic")) {
+    if (seen && errors.policy == ErrorPolicy::kDeadLetter && !seen->contains("dead_letter_topic")) {
       error(join(path, "dead_letter_topic"), "required when errors.policy is dead_letter");
     }
   }
@@ -535,7 +567,7 @@ class Loader {
     const Field fields[] = {
         {"mode",
          [&](const YAML::Node& v, const std::string& p) {
-           if (auto s = one_of(v, p, {"initial", "never", "initial_only"})) sc.mode = *s;
+           if (auto m = one_of(v, p, kSnapshotModes)) sc.mode = *m;
          }},
         {"chunk_size",
          [&](const YAML::Node& v, const std::string& p) {
@@ -561,7 +593,7 @@ class Loader {
          }},
         {"new_tables",
          [&](const YAML::Node& v, const std::string& p) {
-           if (auto s = one_of(v, p, {"incremental", "never"})) sc.new_tables = *s;
+           if (auto n = one_of(v, p, kNewTables)) sc.new_tables = *n;
          }},
         {"row_security",
          [&](const YAML::Node& v, const std::string& p) {
@@ -707,13 +739,13 @@ class Loader {
   void read_events(const YAML::Node& node, const std::string& path) {
     EventsConfig& events = config_.events;
     // Only values that were read correctly take part in the cross-key check below.
-    std::optional<std::string> value_format;
+    std::optional<ValueFormat> value_format;
     std::optional<bool> json_as_document;
-    std::optional<std::string> decimal_handling;
+    std::optional<DecimalHandling> decimal_handling;
     const Field fields[] = {
         {"value_format",
          [&](const YAML::Node& v, const std::string& p) {
-           value_format = one_of(v, p, {"native", "debezium"});
+           value_format = one_of(v, p, kValueFormats);
            if (value_format) events.value_format = *value_format;
          }},
         {"json_as_document",
@@ -723,7 +755,7 @@ class Loader {
          }},
         {"decimal_handling",
          [&](const YAML::Node& v, const std::string& p) {
-           decimal_handling = one_of(v, p, {"precise", "string", "double"});
+           decimal_handling = one_of(v, p, kDecimalHandlings);
            if (decimal_handling) events.decimal_handling = *decimal_handling;
          }},
         {"tombstones_on_delete",
@@ -750,7 +782,7 @@ class Loader {
          }},
         {"partitions",
          [&](const YAML::Node& v, const std::string& p) {
-           if (auto s = one_of(v, p, {"root", "leaf"})) events.partitions = std::move(*s);
+           if (auto s = one_of(v, p, kPartitions)) events.partitions = *s;
          }},
         {"transaction_metadata",
          [&](const YAML::Node& v, const std::string& p) {
@@ -758,12 +790,13 @@ class Loader {
          }},
     };
     walk(node, path, fields);
-    if (decimal_handling && *decimal_handling != "precise" && value_format != "debezium") {
+    if (decimal_handling && *decimal_handling != DecimalHandling::kPrecise &&
+        value_format != ValueFormat::kDebezium) {
       error(join(path, "decimal_handling"),
             "is Debezium's decimal.handling.mode and needs value_format: debezium (native "
             "always writes numeric and money as exact decimal strings)");
     }
-    if (json_as_document == true && value_format == "debezium") {
+    if (json_as_document == true && value_format == ValueFormat::kDebezium) {
       error(join(path, "json_as_document"),
             "must be false when value_format is debezium (Debezium's JSON converter gives json "
             "columns as strings)");
@@ -785,6 +818,24 @@ class Loader {
       return std::nullopt;
     }
     return value;
+  }
+
+  /// One of the spellings in `table`, as its enum value (errors as the string form).
+  template <class E, std::size_t N>
+  std::optional<E> one_of(const YAML::Node& node, const std::string& path,
+                          const Spelling<E> (&table)[N]) {
+    std::string expected;
+    for (std::size_t i = 0; i < N; ++i) {
+      if (i > 0) expected += i + 1 == N ? " or " : ", ";
+      expected += table[i].name;
+    }
+    auto value = scalar(node, path, expected);
+    if (!value) return std::nullopt;
+    for (const auto& s : table) {
+      if (s.name == *value) return s.value;
+    }
+    error(path, "expected " + expected + ", got " + quoted(*value));
+    return std::nullopt;
   }
 
   /// Operation letters, as a YAML list (`[c, u, d]`) or one string (`"c,u,d"`); only the letters
@@ -1313,6 +1364,28 @@ LoadResult load_config_file(const std::string& path) {
   while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
   if (std::ferror(file.get())) return cannot_read(errno);
   return load_config_text(text, path);
+}
+
+std::string_view to_string(Delivery value) {
+  return spelling(kDeliveries, value);
+}
+std::string_view to_string(ErrorPolicy value) {
+  return spelling(kErrorPolicies, value);
+}
+std::string_view to_string(SnapshotMode value) {
+  return spelling(kSnapshotModes, value);
+}
+std::string_view to_string(NewTables value) {
+  return spelling(kNewTables, value);
+}
+std::string_view to_string(ValueFormat value) {
+  return spelling(kValueFormats, value);
+}
+std::string_view to_string(DecimalHandling value) {
+  return spelling(kDecimalHandlings, value);
+}
+std::string_view to_string(Partitions value) {
+  return spelling(kPartitions, value);
 }
 
 }  // namespace walrelay::config

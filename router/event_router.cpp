@@ -398,12 +398,9 @@ EventRouter::EventRouter(RouterSettings settings, const config::Config& cfg,
     signals.table_pattern = cfg.snapshot.signal_table_name;
     exclude_.push_back(std::move(signals));
   }
-  value_opts_.format =
-      settings_.events.value_format == "debezium" ? ValueFormat::kDebezium : ValueFormat::kNative;
+  value_opts_.format = settings_.events.value_format;
   value_opts_.json_as_document = settings_.events.json_as_document;
-  value_opts_.decimal = settings_.events.decimal_handling == "string"   ? DecimalHandling::kString
-                        : settings_.events.decimal_handling == "double" ? DecimalHandling::kDouble
-                                                                        : DecimalHandling::kPrecise;
+  value_opts_.decimal = settings_.events.decimal_handling;
 }
 
 EventRouter::~EventRouter() = default;
@@ -465,8 +462,9 @@ EventRouter::Rule EventRouter::make_rule(std::string_view schema, std::string_vi
     return r;
   }
   r.role = TableRole::kRowChange;
-  const bool use_root = is_leaf && (matched_root || settings_.events.partitions == "root") &&
-                        settings_.events.partitions == "root";
+  const bool use_root =
+      is_leaf && (matched_root || settings_.events.partitions == config::Partitions::kRoot) &&
+      settings_.events.partitions == config::Partitions::kRoot;
   r.source_schema = use_root ? r.schema->root_schema : r.leaf_schema;
   r.source_table = use_root ? r.schema->root_table : r.leaf_table;
   r.data_collection = r.source_schema + "." + r.source_table;

@@ -54,7 +54,7 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
   };
   // A snapshot reads every row-change table with the configured role: without SELECT it fails
   // with `permission denied` and retries until someone GRANTs it (run does not refuse to start).
-  const bool snapshots = cfg.snapshot.mode != "never";
+  const bool snapshots = cfg.snapshot.mode != config::SnapshotMode::kNever;
   out << "tables: " << matched->size() << " matched\n";
   for (const TableVerdict& v : preflight.tables) {
     const MatchedTable& t = *v.table;
@@ -71,7 +71,8 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
       } else if ((*granted)[0][0].value_or("") != "true") {
         const std::string role = (*granted)[0][1].value_or("?");
         privilege_failure = "role " + role + " has no SELECT privilege on " + t.schema + "." +
-                            t.table + ": the snapshot (snapshot.mode " + cfg.snapshot.mode +
+                            t.table + ": the snapshot (snapshot.mode " +
+                            std::string(config::to_string(cfg.snapshot.mode)) +
                             ") cannot read it (permission denied, retried until granted). "
                             "Run: GRANT SELECT ON " +
                             relation + " TO " + replication::quote_ident(role) + ";";
@@ -90,7 +91,8 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
       case router::TableRole::kRowChange:
         out << " -> " << v.topic << ", key "
             << (v.key.empty() ? std::string("none (null keys)") : "(" + join(v.key) + ")");
-        if (t.partitioned) out << ", partitioned (" << cfg.events.partitions << " topics)";
+        if (t.partitioned)
+          out << ", partitioned (" << config::to_string(cfg.events.partitions) << " topics)";
         break;
     }
     for (const auto& f : v.findings) print(f);

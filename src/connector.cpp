@@ -75,7 +75,7 @@ Connector::Connector(asio::io_context& io, config::Config cfg)
           static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count())),
       status_interval_(cfg_.source.status_interval),
       repeated_(static_cast<int>(cfg_.source.max_repeated_errors)) {
-  if (cfg_.errors.policy == "dead_letter") {
+  if (cfg_.errors.policy == config::ErrorPolicy::kDeadLetter) {
     dead_letters_.emplace(publisher_, cfg_.errors.dead_letter_topic);
   }
 }
@@ -114,7 +114,7 @@ ExitCode Connector::run() {
     spdlog::warn(
         "kafka.properties.message.timeout.ms={}: during a broker outage events time out "
         "and count as failed deliveries ({}), instead of waiting",
-        it->second, cfg_.errors.policy == "dead_letter" ? "dead-lettered" : "walrelay stops");
+        it->second, dead_letters_ ? "dead-lettered" : "walrelay stops");
   }
   try {
     create_producer();
@@ -226,7 +226,7 @@ void Connector::continue_session() {
 
 void Connector::start_streaming() {
   if (stopping_) return;
-  if (cfg_.snapshot.mode == "initial_only") {
+  if (cfg_.snapshot.mode == config::SnapshotMode::kInitialOnly) {
     spdlog::info("snapshot.mode initial_only: the snapshot is complete; stopping");
     finish(ExitCode::kOk);
     return;
@@ -388,7 +388,7 @@ Connector::Outcome Connector::prepare() {
     return Outcome::kStandby;
   }
 
-  if (cfg_.snapshot.mode == "initial_only") {
+  if (cfg_.snapshot.mode == config::SnapshotMode::kInitialOnly) {
     // After eos_prepare (continue_session): Kafka's snapshot progress first.
     after_prepare_ = [this] { return prepare_initial_only(); };
     return Outcome::kStreaming;
@@ -419,7 +419,7 @@ Connector::Outcome Connector::prepare() {
     }
     // With an initial snapshot the slot exports its snapshot: the tables are read at exactly
     // the slot's consistent point before START_REPLICATION (which ends the export).
-    const bool snapshot = cfg_.snapshot.mode == "initial";
+    const bool snapshot = cfg_.snapshot.mode == config::SnapshotMode::kInitial;
     if (snapshot && !begin_snapshot_progress(slot)) return fatal(ExitCode::kRuntimeError);
     auto created = stream_->create_slot(slot, "wal2json", snapshot ? "export" : "nothing");
     if (!created) {
@@ -460,7 +460,7 @@ Connector::Outcome Connector::prepare() {
         !created_slot_at_.is_zero() && start_lsn_ == created_slot_at_ ? Lsn{} : start_lsn_);
     // A slot walrelay has no record of ever streaming from (record_ is saved below, before the
     // first START_REPLICATION): its rows are still owed to Kafka.
-    if (!record_ && cfg_.snapshot.mode == "initial") {
+    if (!record_ && cfg_.snapshot.mode == config::SnapshotMode::kInitial) {
       if (!queue_snapshot_of_existing_slot(slot)) return fatal(ExitCode::kRuntimeError);
       existing_slot_queued_ = true;  // a later session's record is this process's own
     }

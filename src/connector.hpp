@@ -333,7 +333,9 @@ class Connector {
   // one (unless it exceeds exactly_once.max_transaction_events), several small ones share one up to
   // exactly_once.commit_interval; the position record in <prefix>.walrelay.positions is part of it;
   // the slot is confirmed only up to what a Kafka commit covered.
-  [[nodiscard]] bool exactly_once() const { return cfg_.delivery == "exactly_once"; }
+  [[nodiscard]] bool exactly_once() const {
+    return cfg_.delivery == config::Delivery::kExactlyOnce;
+  }
   /// Wires the publisher for exactly_once (a new producer): transactions opened on publish,
   /// snapshot reports held until the commit, the position record's reports.
   void eos_attach_publisher();

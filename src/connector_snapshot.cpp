@@ -30,7 +30,8 @@ bool Connector::begin_snapshot_progress(const std::string& slot) {
   snapshot_progress_ = std::move(p);
   exported_snapshot_.clear();
   if (!save_snapshot_progress()) return false;
-  if (cfg_.snapshot.mode != "initial") return true;  // initial_only: the slot's queue stays
+  if (cfg_.snapshot.mode != config::SnapshotMode::kInitial)
+    return true;  // initial_only: the slot's queue stays
   // A new slot, whose snapshot reads every table: the incremental snapshots queued for an older
   // slot of this name (dropped, e.g. with source.allow_slot_reset) are not this slot's.
   const snapshot::SnapshotProgressStore incremental(progress_dir(cfg_), slot, ".incremental");
@@ -64,7 +65,7 @@ bool Connector::resume_snapshot_progress(const std::string& slot, Lsn confirmed_
                                          bool had_record) {
   snapshot_progress_.reset();
   exported_snapshot_.clear();
-  if (cfg_.snapshot.mode == "never") {
+  if (cfg_.snapshot.mode == config::SnapshotMode::kNever) {
     // An interrupted snapshot is left as it is (snapshot.mode initial picks it up again): say so.
     const snapshot::SnapshotProgressStore store(progress_dir(cfg_), slot);
     if (auto loaded = store.load();
@@ -404,7 +405,8 @@ void Connector::run_snapshot() {
             return;
         }
       });
-  if (cfg_.snapshot.mode == "initial") {  // initial_only has no stream to finish it
+  if (cfg_.snapshot.mode ==
+      config::SnapshotMode::kInitial) {  // initial_only has no stream to finish it
     snapshotter_->set_hand_over(
         [this](const snapshot::TableProgress& t) { return hand_over_to_incremental({t}); });
   }
@@ -439,7 +441,8 @@ void Connector::start_incremental() {
       *incremental_store_, progress);
 
   // Tables added to the configuration since the slot's snapshots: offer their rows.
-  if (cfg_.snapshot.mode == "never" || cfg_.snapshot.new_tables != "incremental") {
+  if (cfg_.snapshot.mode == config::SnapshotMode::kNever ||
+      cfg_.snapshot.new_tables != config::NewTables::kIncremental) {
     incremental_->kick();
     return;
   }

@@ -72,7 +72,7 @@ Connector::Outcome Connector::check_tables() {
     }
     if (v.role != router::TableRole::kRowChange) continue;  // excluded
     const std::string qualified = schema + "." + table;
-    if (m.partitioned && cfg_.events.partitions == "leaf") {
+    if (m.partitioned && cfg_.events.partitions == config::Partitions::kLeaf) {
       // Leaf topics: a snapshot reads each leaf, so its rows go where its changes go.
       auto leaves =
           stream_->query("SELECT n.nspname, c.relname FROM pg_catalog.pg_partition_tree(" +

@@ -95,11 +95,11 @@ ExitCode run_slot_command(const config::Config& cfg, const std::string& action, 
     }
     f.push_back({"created", "plugin wal2json, consistent point " + created->first.to_string()});
     // No slot record yet: the first `run` takes the slot as one it never streamed from.
-    if (cfg.snapshot.mode == "initial") {
+    if (cfg.snapshot.mode == config::SnapshotMode::kInitial) {
       f.push_back({"snapshot",
                    "the first walrelay run reads the captured tables by an incremental snapshot "
                    "while streaming (snapshot.mode initial)"});
-    } else if (cfg.snapshot.mode == "never") {
+    } else if (cfg.snapshot.mode == config::SnapshotMode::kNever) {
       f.push_back({"snapshot", "none (snapshot.mode never): walrelay run streams changes only"});
     }
     print(out, f, json);

@@ -98,7 +98,7 @@ std::expected<std::vector<std::string>, std::string> refused_snapshot_tables(
                 config::glob_match(parsed->table, t.table) &&
                 router.role_of(t.schema, t.table) == router::TableRole::kRowChange) ||
                // events.partitions leaf: the glob may name leaves of a captured partitioned table
-               (t.partitioned && cfg.events.partitions == "leaf");
+               (t.partitioned && cfg.events.partitions == config::Partitions::kLeaf);
       });
       if (!any) refused.push_back(name + ": matches no captured row-change table");
       continue;

@@ -345,7 +345,7 @@ TEST(ConfigLoad, StatusIntervalIsBounded) {
 
 TEST(ConfigLoad, DeliveryModeAndExactlyOnceSettings) {
   const Config defaults = load_ok(kMinimal);
-  EXPECT_EQ(defaults.delivery, "at_least_once");
+  EXPECT_EQ(walrelay::config::to_string(defaults.delivery), "at_least_once");
   EXPECT_EQ(defaults.exactly_once.commit_interval, 100ms);
   EXPECT_EQ(defaults.exactly_once.max_transaction_events, 10'000u);
 
@@ -353,7 +353,7 @@ TEST(ConfigLoad, DeliveryModeAndExactlyOnceSettings) {
       load_ok(std::string(kMinimal) +
               "delivery: exactly_once\n"
               "exactly_once: {commit_interval: 250ms, max_transaction_events: 500}\n");
-  EXPECT_EQ(eos.delivery, "exactly_once");
+  EXPECT_EQ(walrelay::config::to_string(eos.delivery), "exactly_once");
   EXPECT_EQ(eos.exactly_once.commit_interval, 250ms);
   EXPECT_EQ(eos.exactly_once.max_transaction_events, 500u);
 
@@ -494,7 +494,7 @@ std::string head(const std::string& rest) {
 TEST(ConfigEvents, DefaultsWhenAbsent) {
   const Config config = load_ok(kMinimal);
   const EventsConfig& events = config.events;
-  EXPECT_EQ(events.value_format, "native");
+  EXPECT_EQ(walrelay::config::to_string(events.value_format), "native");
   EXPECT_FALSE(events.json_as_document);
   EXPECT_TRUE(events.tombstones_on_delete);
   EXPECT_TRUE(events.operations.create);
@@ -503,7 +503,7 @@ TEST(ConfigEvents, DefaultsWhenAbsent) {
   EXPECT_FALSE(events.operations.truncate);
   EXPECT_EQ(events.toast_placeholder, "__debezium_unavailable_value");
   EXPECT_EQ(events.mask_salt, "");
-  EXPECT_EQ(events.partitions, "root");
+  EXPECT_EQ(walrelay::config::to_string(events.partitions), "root");
   EXPECT_FALSE(events.transaction_metadata);
   const TableConfig& table = config.tables.at(0);
   EXPECT_FALSE(table.topic.has_value());
@@ -532,7 +532,7 @@ TEST(ConfigEvents, EveryKeyIsRead) {
 )"),
                                 env_of({{"SALT", "pepper"}}));
   const EventsConfig& events = config.events;
-  EXPECT_EQ(events.value_format, "debezium");
+  EXPECT_EQ(walrelay::config::to_string(events.value_format), "debezium");
   EXPECT_FALSE(events.json_as_document);
   EXPECT_FALSE(events.tombstones_on_delete);
   EXPECT_TRUE(events.operations.create);
@@ -541,14 +541,14 @@ TEST(ConfigEvents, EveryKeyIsRead) {
   EXPECT_TRUE(events.operations.truncate);
   EXPECT_EQ(events.toast_placeholder, "");
   EXPECT_EQ(events.mask_salt, "pepper");
-  EXPECT_EQ(events.partitions, "leaf");
+  EXPECT_EQ(walrelay::config::to_string(events.partitions), "leaf");
   EXPECT_TRUE(events.transaction_metadata);
 
   const Config native = load_ok(
       with("", "events: {value_format: native, json_as_document: true, partitions: root}\n"));
-  EXPECT_EQ(native.events.value_format, "native");
+  EXPECT_EQ(walrelay::config::to_string(native.events.value_format), "native");
   EXPECT_TRUE(native.events.json_as_document);
-  EXPECT_EQ(native.events.partitions, "root");
+  EXPECT_EQ(walrelay::config::to_string(native.events.partitions), "root");
 }
 
 TEST(ConfigEvents, ValueErrors) {
@@ -593,10 +593,12 @@ TEST(ConfigMetrics, ListenAndMaxLag) {
 }
 
 TEST(ConfigEvents, DecimalHandlingIsDebeziumOnly) {
-  EXPECT_EQ(load_ok(with("", "events: {value_format: debezium, decimal_handling: string}\n"))
-                .events.decimal_handling,
+  EXPECT_EQ(walrelay::config::to_string(
+                load_ok(with("", "events: {value_format: debezium, decimal_handling: string}\n"))
+                    .events.decimal_handling),
             "string");
-  EXPECT_EQ(load_ok(with("", "events: {value_format: debezium}\n")).events.decimal_handling,
+  EXPECT_EQ(walrelay::config::to_string(
+                load_ok(with("", "events: {value_format: debezium}\n")).events.decimal_handling),
             "precise");
   const LoadResult native = load(with("", "events: {decimal_handling: double}\n"));
   EXPECT_EQ(keys_of(native), std::vector<std::string>{"events.decimal_handling"});
@@ -1447,7 +1449,7 @@ bool has_error(const walrelay::config::LoadResult& r, const std::string& key) {
 TEST(ConfigReliability, DefaultsWhenAbsent) {
   auto r = load_with("");
   ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].key + ": " + r.errors[0].reason);
-  EXPECT_EQ(r.config->errors.policy, "fail");
+  EXPECT_EQ(walrelay::config::to_string(r.config->errors.policy), "fail");
   EXPECT_TRUE(r.config->heartbeat.enabled);
   EXPECT_EQ(r.config->heartbeat.interval, std::chrono::seconds(10));
   EXPECT_TRUE(r.config->source.state_dir.empty());
@@ -1470,7 +1472,7 @@ TEST(ConfigReliability, EveryKeyIsRead) {
   EXPECT_TRUE(c.source.allow_sql_ascii);
   EXPECT_EQ(c.source.reconnect_min, std::chrono::seconds(1));
   EXPECT_EQ(c.source.reconnect_max, std::chrono::minutes(1));
-  EXPECT_EQ(c.errors.policy, "dead_letter");
+  EXPECT_EQ(walrelay::config::to_string(c.errors.policy), "dead_letter");
   EXPECT_EQ(c.errors.dead_letter_topic, "billing.dlq");
   EXPECT_FALSE(c.heartbeat.enabled);
   EXPECT_EQ(c.heartbeat.interval, std::chrono::seconds(2));
@@ -1532,7 +1534,7 @@ TEST(ConfigKafka, PropertiesThatBreakTheDeliveryGuaranteeAreRefused) {
 TEST(ConfigSnapshot, DefaultsAreAnInitialSnapshotInChunksOf8192) {
   auto r = load_with("");
   ASSERT_TRUE(r.config);
-  EXPECT_EQ(r.config->snapshot.mode, "initial");
+  EXPECT_EQ(walrelay::config::to_string(r.config->snapshot.mode), "initial");
   EXPECT_EQ(r.config->snapshot.chunk_size, 8192u);
   EXPECT_EQ(r.config->snapshot.parallelism, 1u);
   EXPECT_EQ(r.config->snapshot.max_window_keys, 65536u);
@@ -1555,7 +1557,7 @@ TEST(ConfigSnapshot, EveryKeyIsReadAndMistakesNameTheKey) {
       "snapshot:\n  mode: initial_only\n  chunk_size: 500\n  parallelism: 4\n  row_security: "
       "true\n");
   ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].key + ": " + r.errors[0].reason);
-  EXPECT_EQ(r.config->snapshot.mode, "initial_only");
+  EXPECT_EQ(walrelay::config::to_string(r.config->snapshot.mode), "initial_only");
   EXPECT_EQ(r.config->snapshot.chunk_size, 500u);
   EXPECT_EQ(r.config->snapshot.parallelism, 4u);
   EXPECT_TRUE(r.config->snapshot.row_security);

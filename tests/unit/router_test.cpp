@@ -557,7 +557,7 @@ TEST(Router, LeafPartitionRoutesToRoot) {
   EXPECT_TRUE(has(*out[0].value, R"("schema":"public","table":"order_event")"));
   Harness leaves;
   leaves.cfg.tables = {table("public", "order_event")};
-  leaves.cfg.events.partitions = "leaf";
+  leaves.cfg.events.partitions = walrelay::config::Partitions::kLeaf;
   leaves.schemas.tables["public.order_event_2024_01"] = leaf;
   EXPECT_EQ(
       leaves
@@ -841,7 +841,7 @@ TEST(Router, KeyOnlyBeforeImageInBothFormats) {
                 ColumnInfo{"note", 25, -1, false, true}};
   ts.primary_key = {"id"};
   Harness deb;
-  deb.cfg.events.value_format = "debezium";
+  deb.cfg.events.value_format = walrelay::config::ValueFormat::kDebezium;
   deb.schemas.tables["public.invoices"] = ts;
   EXPECT_EQ(deb.route(update)[0].value->rfind(R"({"before":null,"after":{"id":7,"n":2,)", 0), 0u);
   EXPECT_EQ(
@@ -857,7 +857,7 @@ TEST(Router, KeyOnlyBeforeImageInBothFormats) {
 // columns the row had then, not one added since (issue 25 item 5, as for the TOAST placeholder).
 TEST(Router, KeyOnlyBeforeImageOfAnOlderDeleteLacksColumnsAddedSince) {
   Harness deb;
-  deb.cfg.events.value_format = "debezium";
+  deb.cfg.events.value_format = walrelay::config::ValueFormat::kDebezium;
   deb.schemas.tables["public.invoices"] =
       big_after_ddl({col("id", 23, false, 100), col("n", 23, false, 100), col("w", 25, true, 300)});
   const auto del = [](int xid) {
@@ -876,7 +876,7 @@ TEST(Router, KeyChangeHeadersAreConnectsHeaderTextInDebeziumFormat) {
   // (Values#append): a Decimal as BigDecimal#toString, strings with only \\ and " escaped. Seen
   // side by side with Debezium 3.6.1 (tests/debezium).
   Harness h;
-  h.cfg.events.value_format = "debezium";
+  h.cfg.events.value_format = walrelay::config::ValueFormat::kDebezium;
   TableSchema ts;
   ts.schema = ts.root_schema = "public";
   ts.table = ts.root_table = "invoices";
@@ -926,7 +926,7 @@ TEST(Router, ColumnTypesAreLookedUpAgainWhenTheRegistryLearnsAType) {
 // nulls are not values and never count (nor warn).
 TEST(Router, NanAsNullCountsRealValuesNotADeletesPaddedBeforeImage) {
   Harness h;
-  h.cfg.events.value_format = "debezium";
+  h.cfg.events.value_format = walrelay::config::ValueFormat::kDebezium;
   TableSchema ts;
   ts.schema = ts.root_schema = "public";
   ts.table = ts.root_table = "invoices";

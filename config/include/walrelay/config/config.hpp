@@ -142,12 +142,61 @@ struct TopicsConfig {
   std::string prefix;  ///< topic prefix for row-change events; default = `name`
 };
 
+// The configuration's choices, as enums (docs/configuration.md names each value). Each has a
+// `to_string` giving its spelling in the file ("at_least_once", "dead_letter", ...), for logs.
+
+/// `delivery` (docs/delivery.md).
+enum class Delivery : std::uint8_t {
+  kAtLeastOnce,  ///< at_least_once: idempotent producer, duplicates after a crash (default)
+  kExactlyOnce,  ///< exactly_once: Kafka transactions (KIP-98), positions stored in Kafka
+};
+/// `errors.policy` (docs/operations.md "Error policy").
+enum class ErrorPolicy : std::uint8_t {
+  kFail,        ///< fail: stop without confirming past it, exit non-zero (default)
+  kDeadLetter,  ///< dead_letter: publish it to errors.dead_letter_topic, then go on
+};
+/// `snapshot.mode` (Debezium's snapshot.mode; docs/snapshots.md).
+enum class SnapshotMode : std::uint8_t {
+  kInitial,      ///< initial: read every captured table when walrelay creates the slot (default)
+  kNever,        ///< never: stream only
+  kInitialOnly,  ///< initial_only: read the rows, then stop (no slot is kept)
+};
+/// `snapshot.new_tables`.
+enum class NewTables : std::uint8_t {
+  kIncremental,  ///< incremental: read tables added later while streaming (default)
+  kNever,        ///< never: leave them
+};
+/// `events.value_format` (docs/events.md).
+enum class ValueFormat : std::uint8_t {
+  kNative,    ///< native: walrelay's envelope (default)
+  kDebezium,  ///< debezium: Debezium's envelope, with Debezium's value types
+};
+/// `events.decimal_handling`: Debezium's decimal.handling.mode (debezium format only).
+enum class DecimalHandling : std::uint8_t {
+  kPrecise,  ///< precise (default)
+  kString,   ///< string
+  kDouble,   ///< double
+};
+/// `events.partitions`: where a leaf partition's changes go.
+enum class Partitions : std::uint8_t {
+  kRoot,  ///< root: the root table's topic, source.table the root (default)
+  kLeaf,  ///< leaf: per leaf
+};
+
+std::string_view to_string(Delivery value);
+std::string_view to_string(ErrorPolicy value);
+std::string_view to_string(SnapshotMode value);
+std::string_view to_string(NewTables value);
+std::string_view to_string(ValueFormat value);
+std::string_view to_string(DecimalHandling value);
+std::string_view to_string(Partitions value);
+
 /// Value mapping of row-change events (docs/events.md "Value mapping").
 struct EventsConfig {
-  std::string value_format = "native";  ///< "native" or "debezium"
-  bool json_as_document = false;        ///< json/jsonb columns embedded as JSON (native only)
-  /// Debezium's decimal.handling.mode (debezium format only): "precise", "string" or "double".
-  std::string decimal_handling = "precise";
+  ValueFormat value_format = ValueFormat::kNative;
+  bool json_as_document = false;  ///< json/jsonb columns embedded as JSON (native only)
+  /// Debezium's decimal.handling.mode (debezium format only).
+  DecimalHandling decimal_handling = DecimalHandling::kPrecise;
   bool tombstones_on_delete = true;  ///< Debezium tombstones.on.delete
   Operations operations;             ///< default for tables that do not set `operations`
   /// Stands in for an unchanged TOASTed column wal2json left out of an UPDATE
@@ -156,8 +205,8 @@ struct EventsConfig {
   /// Salt for mask_columns (required when any table masks a column).
   std::string mask_salt;
   /// Partitioned tables: changes of a leaf partition go to the root's topic with
-  /// source.table = the root ("root", default) or stay per leaf ("leaf").
-  std::string partitions = "root";
+  /// source.table = the root (kRoot, default) or stay per leaf (kLeaf).
+  Partitions partitions = Partitions::kRoot;
   /// BEGIN/END records on `<prefix>.transaction` and a `transaction` block in every envelope
   /// (Debezium provide.transaction.metadata).
   bool transaction_metadata = false;
@@ -165,9 +214,9 @@ struct EventsConfig {
 
 /// What happens to a change that cannot be published (`errors:`).
 struct ErrorsConfig {
-  /// "fail": stop without confirming past it, exit non-zero (default). "dead_letter": publish the
+  /// kFail: stop without confirming past it, exit non-zero (default). kDeadLetter: publish the
   /// original bytes with the reason in headers to `dead_letter_topic`, then go on.
-  std::string policy = "fail";
+  ErrorPolicy policy = ErrorPolicy::kFail;
   std::string dead_letter_topic;  ///< required with policy dead_letter
 };
 
@@ -184,9 +233,9 @@ struct HeartbeatConfig {
 /// snapshot before streaming starts (Debezium's `snapshot.mode`, `snapshot.fetch.size`,
 /// `snapshot.max.threads`).
 struct SnapshotConfig {
-  /// "initial": when walrelay creates the slot, read every captured table's rows first (default);
-  /// "never": stream only; "initial_only": read the rows, then stop (no slot is kept).
-  std::string mode = "initial";
+  /// kInitial: when walrelay creates the slot, read every captured table's rows first (default);
+  /// kNever: stream only; kInitialOnly: read the rows, then stop (no slot is kept).
+  SnapshotMode mode = SnapshotMode::kInitial;
   std::size_t chunk_size = 8192;  ///< rows per chunk (keyset pagination on the table's key)
   std::size_t parallelism = 1;    ///< tables read at once, one connection each
   /// Streamed keys an incremental snapshot's chunk may keep to drop rows the stream superseded
@@ -194,8 +243,8 @@ struct SnapshotConfig {
   /// Bounds its memory whatever the backlog.
   std::size_t max_window_keys = 65536;
   /// Tables captured by `tables` that the slot's snapshots never read (added to the configuration
-  /// later): "incremental" reads them while streaming (default), "never" leaves them.
-  std::string new_tables = "incremental";
+  /// later): kIncremental reads them while streaming (default), kNever leaves them.
+  NewTables new_tables = NewTables::kIncremental;
   /// Prefix of the logical messages carrying snapshot signals (Debezium's signal JSON), e.g.
   /// `pg_logical_emit_message(true, 'walrelay-signal', '{"type":"execute-snapshot",...}')`.
   std::string signal_prefix = "walrelay-signal";
@@ -253,9 +302,9 @@ struct Config {
   SnapshotConfig snapshot;
   LogConfig log;
   MetricsConfig metrics;
-  /// `delivery`: "at_least_once" (default: idempotent producer, duplicates after a crash) or
-  /// "exactly_once" (transactional producer, positions stored in Kafka; docs/delivery.md).
-  std::string delivery = "at_least_once";
+  /// `delivery`: at_least_once (default: idempotent producer, duplicates after a crash) or
+  /// exactly_once (transactional producer, positions stored in Kafka; docs/delivery.md).
+  Delivery delivery = Delivery::kAtLeastOnce;
   ExactlyOnceConfig exactly_once;
 };
 

@@ -4,30 +4,29 @@
 #include <string>
 #include <string_view>
 
+#include "walrelay/config/config.hpp"
 #include "walrelay/router/type_registry.hpp"
 
 namespace walrelay::router {
 
-/// How column values are written into events (config `value_format`).
-enum class ValueFormat : std::uint8_t {
-  /// A value means what PostgreSQL meant (docs/events.md "Value mapping"): numeric/money as exact
-  /// decimal strings, integers and floats as JSON numbers with their exact text, booleans,
-  /// json/jsonb as a JSON string holding the document's exact text, arrays as JSON arrays, bytea as
-  /// base64, date/time as ISO-8601 / RFC 3339 strings, interval as ISO-8601 duration, the rest as
-  /// text.
-  kNative,
-  /// Debezium's default JSON types with schemas disabled (decimal.handling.mode=precise,
-  /// time.precision.mode=adaptive, binary.handling.mode=bytes), so Debezium consumers decode
-  /// walrelay's output unchanged.
-  kDebezium,
-};
+/// How column values are written into events (config `events.value_format`; one definition, the
+/// configuration's):
+/// - kNative: a value means what PostgreSQL meant (docs/events.md "Value mapping"): numeric/money
+///   as exact decimal strings, integers and floats as JSON numbers with their exact text,
+///   booleans, json/jsonb as a JSON string holding the document's exact text, arrays as JSON
+///   arrays, bytea as base64, date/time as ISO-8601 / RFC 3339 strings, interval as ISO-8601
+///   duration, the rest as text.
+/// - kDebezium: Debezium's default JSON types with schemas disabled (decimal.handling.mode=precise,
+///   time.precision.mode=adaptive, binary.handling.mode=bytes), so Debezium consumers decode
+///   walrelay's output unchanged.
+using ValueFormat = config::ValueFormat;
 
-/// Debezium's decimal.handling.mode for numeric and money in the debezium format.
-enum class DecimalHandling : std::uint8_t {
-  kPrecise,  ///< Connect Decimal / VariableScaleDecimal (base64 bytes); NaN/±Infinity → null
-  kString,  ///< BigDecimal#toPlainString ("13.50"); "NAN", "POSITIVE_INFINITY", "NEGATIVE_INFINITY"
-  kDouble,  ///< BigDecimal#doubleValue as Java prints it (13.5); "NaN", "Infinity", "-Infinity"
-};
+/// Debezium's decimal.handling.mode for numeric and money in the debezium format
+/// (config `events.decimal_handling`):
+/// - kPrecise: Connect Decimal / VariableScaleDecimal (base64 bytes); NaN/±Infinity → null;
+/// - kString: BigDecimal#toPlainString ("13.50"); "NAN", "POSITIVE_INFINITY", "NEGATIVE_INFINITY";
+/// - kDouble: BigDecimal#doubleValue as Java prints it (13.5); "NaN", "Infinity", "-Infinity".
+using DecimalHandling = config::DecimalHandling;
 
 struct ValueMappingOptions {
   ValueFormat format = ValueFormat::kNative;
