@@ -72,7 +72,7 @@ Snapshotter::Snapshotter(asio::any_io_executor executor, Settings settings,
       tables_[i].next_after = *progress_.tables[i].last_key;
       tables_[i].have_next_after = true;
     }
-    tables_[i].next_chunk = progress_.tables[i].chunks;
+    tables_[i].chunks = sink::UnitTracker<Chunk>(progress_.tables[i].chunks);
   }
   for (const auto& t : progress_.tables) {
     if (t.rows > 0) any_published_ = true;
@@ -439,11 +439,7 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
   w.read_time = snapshot_time_.count() != 0 && !w.table->current_state ? snapshot_time_ : now_us();
   w.next_row = 0;
   const int rows = PQntuples(w.result.get());
-  if (rows > 0) {
-    Chunk c;
-    c.number = t.next_chunk++;
-    t.chunks.push_back(std::move(c));
-  }
+  if (rows > 0) (void)t.chunks.open(Chunk{});
   if (!w.cursor && rows > static_cast<int>(settings_.chunk_size) && !t.plan.key.empty()) {
     // Another chunk follows: ask for it now, after this chunk's last key.
     row_values(w.result.get(), static_cast<int>(settings_.chunk_size) - 1);
@@ -510,9 +506,9 @@ void Snapshotter::publish_rows(Worker& w) {
   }
   if (w.next_row < rows) return;  // waiting for the look-ahead
   if (rows > 0) {
-    Chunk& c = t.chunks.back();
+    Chunk& c = *t.chunks.back();
     c.rows = static_cast<std::uint64_t>(rows);
-    c.produced = true;
+    t.chunks.close(t.chunks.next_seq() - 1);
     // The chunk's last key: where the next chunk starts, and what is saved once it is acked.
     row_values(w.result.get(), rows - 1);
     KeyText last = key_of(t.plan, values_);
@@ -538,23 +534,23 @@ SnapshotProgress Snapshotter::produced() const {
     TableProgress& p = out.tables[i];
     const bool keyed = !t.plan.key.empty();
     bool all_produced = true;
-    for (const Chunk& c : t.chunks) {
-      if (!c.produced) {
-        all_produced = false;
-        break;  // chunks are published in order
+    t.chunks.for_each([&](std::uint64_t number, const Chunk& c, bool closed) {
+      if (!closed) {
+        all_produced = false;  // chunks are published in order: only the last can be open
+        return;
       }
       p.rows += c.rows;
-      p.chunks = c.number + 1;
+      p.chunks = number + 1;
       if (keyed) p.last_key = c.last_key;
-    }
+    });
     // The chunk being published: its rows handed over so far.
     for (const Worker& w : workers_) {
       if (w.table != &t || !w.result || w.next_row == 0 || t.chunks.empty() ||
-          t.chunks.back().produced) {
+          t.chunks.back_closed()) {
         continue;
       }
       p.rows += static_cast<std::uint64_t>(w.next_row);
-      p.chunks = t.chunks.back().number + 1;
+      p.chunks = t.chunks.next_seq();
       if (keyed) {
         std::vector<std::optional<std::string_view>> values;
         texts_of(w.result.get(), w.next_row - 1, values);
@@ -573,9 +569,9 @@ void Snapshotter::row_values(const PGresult* res, int row) {
 bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
   Table& t = *w.table;
   const TableProgress& p = *t.progress;
-  const Chunk& chunk = t.chunks.back();
+  const std::uint64_t number = t.chunks.next_seq() - 1;  // the chunk being published
   const std::uint64_t unit =
-      (static_cast<std::uint64_t>(&t - tables_.data()) << kChunkBits) | (chunk.number & kChunkMask);
+      (static_cast<std::uint64_t>(&t - tables_.data()) << kChunkBits) | (number & kChunkMask);
   row_values(w.result.get(), row);
   // id: the snapshot's LSN, the table, the chunk and the row within it (the same when a chunk is
   // read again after a restart).
@@ -583,7 +579,7 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
   if (t.id_prefix.empty())
     t.id_prefix = progress_.lsn.to_string() + ":r:" + p.schema + "." + p.table + ":";
   id_.assign(t.id_prefix);
-  append_decimal(id_, chunk.number);
+  append_decimal(id_, number);
   id_.push_back(':');
   append_decimal(id_, static_cast<std::uint64_t>(row));
   std::string mapping_error;
@@ -633,7 +629,7 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
                std::string(rec.topic) + ": " + published.error());
       return false;
     }
-    ++t.chunks.back().outstanding;
+    (void)t.chunks.add(number, sink::record_bytes(rec));
   }
   return true;
 }
@@ -673,7 +669,7 @@ bool Snapshotter::dead_letter(Table& t, std::uint64_t unit, sink::DeadLetterKind
                                          " failed too: " + r.error);
     return false;
   }
-  ++t.chunks.back().outstanding;
+  (void)t.chunks.add(t.chunks.next_seq() - 1, r.bytes);  // the chunk being published
   return true;
 }
 
@@ -690,17 +686,14 @@ void Snapshotter::finish_table_read(Worker& w) {
 }
 
 void Snapshotter::advance(Table& t) {
-  bool moved = false;
-  while (!t.chunks.empty() && t.chunks.front().produced && t.chunks.front().outstanding == 0) {
-    Chunk& c = t.chunks.front();
-    TableProgress& p = *t.progress;
+  TableProgress& p = *t.progress;
+  const bool moved_on = t.chunks.pop_done([&](std::uint64_t number, Chunk&& c) {
     p.rows += c.rows;
-    p.chunks = c.number + 1;
+    p.chunks = number + 1;
     rows_total_ += c.rows;
-    if (!t.plan.key.empty()) p.last_key = c.last_key;
-    t.chunks.pop_front();
-    moved = true;
-  }
+    if (!t.plan.key.empty()) p.last_key = std::move(c.last_key);
+  }) > 0;
+  bool moved = moved_on;
   if (t.read_complete && t.chunks.empty() && !t.progress->done) {
     t.progress->done = true;
     moved = true;
@@ -725,14 +718,17 @@ void Snapshotter::on_delivery(const sink::DeliveryReport& r) {
     // Not a dead-letter record itself: its failure stops the snapshot.
     if (settings_.dead_letter_deliveries && settings_.dead_letters != nullptr &&
         r.topic != settings_.dead_letters->topic()) {
-      // As the stream does: the dead-letter record takes the failed record's place in its chunk
-      // (its outstanding count is unchanged).
+      // As the stream does: the dead-letter record takes the failed record's place in its chunk.
       const auto d = settings_.dead_letters->publish(
           sink::RecordSource::kSnapshot, r.opaque,
           {sink::DeadLetterKind::kDelivery, reason, r.topic, progress_.lsn, r.event_id,
            r.has_key ? std::optional<std::string_view>(r.key) : std::nullopt,
            r.has_value ? std::optional<std::string_view>(r.value) : std::nullopt});
-      if (d.queued()) return;
+      if (d.queued()) {
+        (void)t.chunks.add(number, d.bytes);
+        (void)t.chunks.try_ack(number, r.bytes);  // replaced by its dead letter
+        return;
+      }
       fail(SnapshotFailure::kDelivery, reason + "; publishing it to the dead-letter topic " +
                                            settings_.dead_letters->topic() +
                                            " failed too: " + d.error);
@@ -743,12 +739,8 @@ void Snapshotter::on_delivery(const sink::DeliveryReport& r) {
                                          " resumes from its last acknowledged chunk on restart");
     return;
   }
-  for (auto& c : t.chunks) {
-    if (c.number == number) {
-      if (c.outstanding > 0) --c.outstanding;
-      break;
-    }
-  }
+  // A report of a chunk no longer tracked (of an earlier run) changes nothing.
+  (void)t.chunks.try_ack(number, r.bytes);
   advance(t);
 }
 

@@ -22,6 +22,7 @@
 #include "walrelay/router/table_schema.hpp"
 #include "walrelay/sink/dead_letter.hpp"
 #include "walrelay/sink/publisher.hpp"
+#include "walrelay/sink/unit_tracker.hpp"
 
 namespace walrelay::snapshot {
 
@@ -116,20 +117,18 @@ class Snapshotter {
   [[nodiscard]] SnapshotProgress produced() const;
 
  private:
+  /// A chunk's data in the table's unit tracker (its unit number is the chunk's number; it is
+  /// closed once every row of it was handed to the producer).
   struct Chunk {
-    std::uint64_t number = 0;
-    std::uint64_t outstanding = 0;  // records handed to the producer, not yet acknowledged
     std::uint64_t rows = 0;
     KeyText last_key;
-    bool produced = false;  // every row of the chunk was handed to the producer
   };
   struct Table {
     TableProgress* progress = nullptr;
     TableReadPlan plan;
     KeyText next_after;  // last key read (the next chunk starts after it)
     bool have_next_after = false;
-    std::deque<Chunk> chunks;  // read, not yet fully acknowledged
-    std::uint64_t next_chunk = 0;
+    sink::UnitTracker<Chunk> chunks;   // read, not yet fully acknowledged
     std::uint64_t rows_published = 0;  // this run
     double estimated_rows = 0;         // pg_class.reltuples
     bool estimated = false;            // reltuples was known (not -1: never vacuumed/analysed)

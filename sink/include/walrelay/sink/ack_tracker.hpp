@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "walrelay/core/lsn.hpp"
+#include "walrelay/sink/unit_tracker.hpp"
 
 namespace walrelay::sink {
 
@@ -18,8 +19,9 @@ namespace walrelay::sink {
 /// arrive in any order across partitions (librdkafka, shared/cases/README.md item 12); a failed
 /// transaction stops the flush LSN before it for good.
 ///
-/// Memory: one small entry per transaction that is open or not yet fully acknowledged, none per
-/// event. Owned by the connector's io_context thread; not thread-safe.
+/// The stream's use of the UnitTracker every source shares (a unit: one transaction). Memory: one
+/// small entry per transaction that is open or not yet fully acknowledged, none per event. Owned
+/// by the connector's io_context thread; not thread-safe.
 class AckTracker {
  public:
   /// Identifies a transaction for delivery reports (the per-message opaque). Strictly increasing.
@@ -71,31 +73,19 @@ class AckTracker {
   /// Returns true if moved.
   bool advance_idle(Lsn server_wal_end);
 
-  [[nodiscard]] std::size_t in_flight_events() const { return in_flight_events_; }
-  [[nodiscard]] std::size_t in_flight_bytes() const { return in_flight_bytes_; }
+  [[nodiscard]] std::size_t in_flight_events() const { return units_.in_flight_events(); }
+  [[nodiscard]] std::size_t in_flight_bytes() const { return units_.in_flight_bytes(); }
   /// True once any delivery failed for good.
-  [[nodiscard]] bool failed() const { return failed_; }
+  [[nodiscard]] bool failed() const { return units_.failed(); }
   /// Number of transactions open or waiting for acknowledgements.
-  [[nodiscard]] std::size_t pending_transactions() const { return txns_.size(); }
+  [[nodiscard]] std::size_t pending_transactions() const { return units_.size(); }
 
  private:
-  struct Txn {
-    Lsn next_lsn;
-    std::uint64_t outstanding = 0;
-    bool committed = false;
-    bool failed = false;
-  };
-  Txn* find(TxnSeq seq);
   bool advance();
 
-  std::deque<Txn> txns_;  // front() has seq front_seq_
-  TxnSeq front_seq_ = 0;
-  TxnSeq next_seq_ = 0;
+  UnitTracker<Lsn> units_;  // per transaction: its next_lsn
   bool open_ = false;
-  bool failed_ = false;
   Lsn flush_lsn_;
-  std::size_t in_flight_events_ = 0;
-  std::size_t in_flight_bytes_ = 0;
 };
 
 }  // namespace walrelay::sink
