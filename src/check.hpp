@@ -2,7 +2,7 @@
 
 #include <ostream>
 
-#include "exit_code.hpp"
+#include "walrelay/app/exit_code.hpp"
 #include "walrelay/config/config.hpp"
 
 namespace walrelay {

@@ -44,20 +44,14 @@ bool connect_error_is_fatal(const std::string& msg) {
   return false;
 }
 
-// Set by a second SIGINT/SIGTERM during the shutdown flush (async-signal-safe: a lock-free flag).
-std::atomic<bool> g_second_signal{false};
-extern "C" void on_second_signal(int /*signo*/) {
-  g_second_signal.store(true);
-}
-
 constexpr std::uint64_t kSeqMask = (1ull << 48) - 1;
 constexpr std::uint64_t kEpochMask = 0x1FFF;  // 13 bits: the publisher keeps bits 62-63
 constexpr std::uint64_t kDeadLetterBit = 1ull << 61;
 
 }  // namespace
 
-bool Connector::second_signal() {
-  return g_second_signal.load();
+bool Connector::second_signal() const {
+  return life_ != nullptr && life_->stop_now();
 }
 
 Connector::Connector(asio::io_context& io, config::Config cfg)
@@ -70,7 +64,6 @@ Connector::Connector(asio::io_context& io, config::Config cfg)
       reconnect_timer_(io),
       catalog_check_timer_(io),
       confirm_timer_(io),
-      signals_(io, SIGINT, SIGTERM),
       jitter_(
           static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count())),
       status_interval_(cfg_.source.status_interval),
@@ -91,7 +84,18 @@ Connector::Outcome Connector::fatal(ExitCode code) {
   return Outcome::kFatal;
 }
 
-ExitCode Connector::run() {
+void Connector::start(app::Lifecycle& life) {
+  life_ = &life;
+  const ExitCode started = begin();
+  if (started != ExitCode::kOk) life.done(started);
+}
+
+void Connector::stop(app::StopMode mode) {
+  // kNow: the blocking shutdown steps poll Lifecycle::stop_now (second_signal) themselves.
+  if (mode == app::StopMode::kGraceful) finish(ExitCode::kOk);
+}
+
+ExitCode Connector::begin() {
   spdlog::info("walrelay {} starting connector '{}' (slot record {})", version_string(), cfg_.name,
                state_.path());
   auto loaded = state_.load();
@@ -122,15 +126,9 @@ ExitCode Connector::run() {
     spdlog::error("{}", e.what());
     return ExitCode::kConfigError;
   }
-  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
-    if (ec || stopping_) return;
-    spdlog::info("received signal {}: flushing and stopping", sig);
-    finish(ExitCode::kOk);
-  });
   start_metrics();
   asio::post(io_, [this] { start_session(); });
-  io_.run();
-  return exit_code_.value_or(ExitCode::kRuntimeError);
+  return ExitCode::kOk;
 }
 
 void Connector::create_producer() {
@@ -1007,13 +1005,9 @@ void Connector::finish(ExitCode code) {
   catalog_check_timer_.cancel();
   confirm_timer_.cancel();
   reconnect_timer_.cancel();
-  boost::system::error_code ec;
-  signals_.cancel(ec);
   // A second signal cuts the flush short (an orchestrator's impatience, or an operator's): what
   // is acknowledged by then is still confirmed, the rest is replayed on the next start.
-  signals_.clear(ec);
-  std::signal(SIGINT, on_second_signal);
-  std::signal(SIGTERM, on_second_signal);
+  if (life_ != nullptr) life_->stopping();
   if (heartbeat_) heartbeat_->stop();
   if (snapshotter_) snapshotter_->stop_reading();  // what is acknowledged still counts
   // Defer the blocking part: finish may be called from inside a delivery report.
@@ -1029,10 +1023,10 @@ void Connector::finish(ExitCode code) {
       const auto deadline = std::chrono::steady_clock::now() + cfg_.kafka.flush_timeout;
       producer_->poll();
       int left = producer_->outstanding();
-      while (left > 0 && !g_second_signal.load() && std::chrono::steady_clock::now() < deadline) {
+      while (left > 0 && !second_signal() && std::chrono::steady_clock::now() < deadline) {
         left = producer_->flush(std::chrono::milliseconds(100));
       }
-      if (left > 0 && g_second_signal.load()) {
+      if (left > 0 && second_signal()) {
         spdlog::warn("second signal: not waiting for the last {} events", left);
       }
       if (left > 0) {
@@ -1057,7 +1051,7 @@ void Connector::finish(ExitCode code) {
     }
     save_record();
     if (stream_) stream_->close();
-    io_.stop();
+    if (life_ != nullptr) life_->done(code);
   });
 }
 

@@ -16,7 +16,6 @@
 #include <string>
 
 #include "catalog.hpp"
-#include "exit_code.hpp"
 #include "heartbeat.hpp"
 #include "metrics/http_server.hpp"
 #include "repeated_error.hpp"
@@ -26,6 +25,8 @@
 #include "snapshot/snapshotter.hpp"
 #include "state_store.hpp"
 #include "table_inventory.hpp"
+#include "walrelay/app/exit_code.hpp"
+#include "walrelay/app/supervisor.hpp"
 #include "walrelay/config/config.hpp"
 #include "walrelay/decoder/line_transcoder.hpp"
 #include "walrelay/decoder/wal2json_decoder.hpp"
@@ -48,13 +49,17 @@ namespace walrelay {
 /// another session, and when, is decided in one place (`after_session`): retriable ends reconnect
 /// with bounded, jittered exponential backoff and resume from the slot's confirmed position; a
 /// slot held by another instance is waited for (hot standby); everything else exits.
-class Connector {
+class Connector final : public app::System {
  public:
   Connector(boost::asio::io_context& io, config::Config cfg);
-  ~Connector();
+  ~Connector() override;
 
-  /// Runs until a signal or a failure retrying cannot help, and returns the exit code.
-  ExitCode run();
+  /// Starts on `io` (app::run drives it): ends, through `life.done`, once stopped (exit 0 after
+  /// flushing and confirming) or at a failure retrying cannot help (its exit code).
+  void start(app::Lifecycle& life) override;
+  /// kGraceful: flush, confirm what Kafka acknowledged, end. kNow: the flush in progress stops
+  /// waiting for Kafka (polled through the Lifecycle).
+  void stop(app::StopMode mode) override;
 
  private:
   /// How a session attempt or a session ended.
@@ -150,7 +155,10 @@ class Connector {
   bool publish_dead_letter(std::uint64_t seq, const sink::DeadLetter& dead_letter);
   void finish(ExitCode code);
   /// A second SIGINT/SIGTERM came during the shutdown: stop waiting for Kafka.
-  static bool second_signal();
+  bool second_signal() const;
+  /// start()'s set-up: the slot record, the producer, the metrics endpoint, the first session
+  /// (posted). kOk, or the exit code of a set-up that failed.
+  ExitCode begin();
 
   // The snapshot phase (connector_snapshot.cpp): which tables to read, from which snapshot, and
   // handing over to the stream when it completes.
@@ -270,7 +278,7 @@ class Connector {
   std::set<std::size_t> matching_entries_;       // tables entries that matched something
   std::set<std::string> skipped_;                // relations matched but not capturable
   std::uint64_t catalog_alarms_ = 0;
-  boost::asio::signal_set signals_;
+  app::Lifecycle* life_ = nullptr;  // set by start()
   std::minstd_rand jitter_;
 
   replication::SystemInfo system_;

@@ -8,13 +8,13 @@
 #include "allocator.hpp"
 #include "check.hpp"
 #include "connector.hpp"
-#include "exit_code.hpp"
 #include "json_log_formatter.hpp"
 #include "metrics/probe.hpp"
 #include "slot_command.hpp"
 #include "snapshot/send_signal.hpp"
 #include "snapshot_command.hpp"
 #include "tail_command.hpp"
+#include "walrelay/app/exit_code.hpp"
 #include "walrelay/config/config.hpp"
 
 namespace {
@@ -158,5 +158,5 @@ int main(int argc, char** argv) {
 
   boost::asio::io_context io(1);
   walrelay::Connector connector(io, std::move(*cfg));
-  return static_cast<int>(connector.run());
+  return static_cast<int>(walrelay::app::run(io, connector));
 }

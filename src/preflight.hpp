@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "exit_code.hpp"
+#include "walrelay/app/exit_code.hpp"
 #include "replication/replication_stream.hpp"
 #include "state_store.hpp"
 #include "table_inventory.hpp"

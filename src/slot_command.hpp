@@ -6,7 +6,7 @@
 #include <ostream>
 #include <string>
 
-#include "exit_code.hpp"
+#include "walrelay/app/exit_code.hpp"
 #include "walrelay/config/config.hpp"
 
 namespace walrelay {

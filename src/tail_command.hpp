@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <ostream>
 
-#include "exit_code.hpp"
+#include "walrelay/app/exit_code.hpp"
 #include "walrelay/config/config.hpp"
 
 namespace walrelay {

@@ -2,7 +2,8 @@
 
 namespace walrelay {
 
-/// Process exit codes (documented in README "Exit codes").
+/// Process exit codes (README.md "Exit codes"), chosen by the app layer alone
+/// (app/supervisor.hpp): a system reports one as its end.
 enum class ExitCode : int {
   kOk = 0,                   ///< stopped by SIGINT/SIGTERM after flushing and confirming
   kRuntimeError = 1,         ///< a failure retrying cannot help (authentication, wal_level, ...)
