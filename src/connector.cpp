@@ -626,6 +626,13 @@ void Connector::on_producer_fatal(rd_kafka_resp_err_t err, const std::string& re
   // Called from inside the producer's poll: act after it returns.
   asio::post(io_, [this, err, reason] {
     if (stopping_ || producer_broken_) return;
+    // Refused credentials or a failed TLS handshake (sink/kafka_security.hpp): exit 7, also while
+    // an exactly_once session starts (finish ends the start, as a SIGTERM does).
+    if (const auto kind = sink::security_failure(err); kind != sink::SecurityFailure::kNone) {
+      spdlog::error("{}", sink::security_failure_message(kind, reason, cfg_.kafka.properties));
+      finish(ExitCode::kKafkaAuthFailed);
+      return;
+    }
     if (eos_starting_) {
       // exactly_once, a session starting: acted on once eos_prepare ended (a fatal
       // init_transactions replaces the producer first, as when it blocked the event loop).
@@ -633,12 +640,6 @@ void Connector::on_producer_fatal(rd_kafka_resp_err_t err, const std::string& re
       return;
     }
     if (eos_fenced_by(reason)) return;
-    // Refused credentials or a failed TLS handshake (sink/kafka_security.hpp): exit 7.
-    if (const auto kind = sink::security_failure(err); kind != sink::SecurityFailure::kNone) {
-      spdlog::error("{}", sink::security_failure_message(kind, reason, cfg_.kafka.properties));
-      finish(ExitCode::kKafkaAuthFailed);
-      return;
-    }
     producer_broken_ = true;
     commit_timer_.cancel();
     publisher_.drop_held();
