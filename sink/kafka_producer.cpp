@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "walrelay/sink/kafka_security.hpp"
+
 namespace walrelay::sink {
 
 namespace asio = boost::asio;
@@ -206,32 +208,61 @@ std::expected<int, ProbeError> probe_brokers(const config::KafkaConfig& cfg,
                                              std::chrono::milliseconds timeout) {
   char errstr[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  const SecretRedactor redactor(cfg.properties);
+  // The callbacks' opaque: the redactor for log lines, the first security failure error_cb saw.
+  struct Probe {
+    SecretRedactor redactor;
+    rd_kafka_resp_err_t security_err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    std::string security_reason;
+  } probe{SecretRedactor(cfg.properties), RD_KAFKA_RESP_ERR_NO_ERROR, {}};
+  const SecretRedactor& redactor = probe.redactor;
   if (auto rejected =
           apply_properties(conf, effective_producer_properties(cfg, "walrelay-check"), redactor);
       !rejected.empty()) {
     rd_kafka_conf_destroy(conf);
     return std::unexpected(ProbeError{true, rejected});
   }
-  rd_kafka_conf_set_opaque(conf, const_cast<SecretRedactor*>(&redactor));
+  rd_kafka_conf_set_opaque(conf, &probe);
   rd_kafka_conf_set_log_cb(
       conf, [](const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
-        log_redacted(*static_cast<const SecretRedactor*>(rd_kafka_opaque(rk)), level, fac, buf);
+        log_redacted(static_cast<const Probe*>(rd_kafka_opaque(rk))->redactor, level, fac, buf);
       });
+  rd_kafka_conf_set_error_cb(conf, [](rd_kafka_t* /*rk*/, int err, const char* reason, void* op) {
+    auto* p = static_cast<Probe*>(op);
+    const auto code = static_cast<rd_kafka_resp_err_t>(err);
+    if (p->security_err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        security_failure(code) != SecurityFailure::kNone) {
+      p->security_err = code;
+      p->security_reason = std::string(rd_kafka_err2name(code)) + ": " + p->redactor.redact(reason);
+    }
+  });
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
   if (rk == nullptr) {
     rd_kafka_conf_destroy(conf);
     return std::unexpected(
         ProbeError{true, "cannot create Kafka producer: " + redactor.redact(errstr)});
   }
+  // Metadata requests of up to 250 ms, serving error_cb (rd_kafka_poll) in between: a refused
+  // password or an unverifiable certificate ends the probe at once instead of after `timeout`.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   const rd_kafka_metadata_t* md = nullptr;
-  const rd_kafka_resp_err_t err =
-      rd_kafka_metadata(rk, 0, nullptr, &md, static_cast<int>(timeout.count()));
+  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    err = rd_kafka_metadata(rk, 0, nullptr, &md,
+                            static_cast<int>(std::min<long long>(250, left.count())));
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+    rd_kafka_poll(rk, 0);
+    if (probe.security_err != RD_KAFKA_RESP_ERR_NO_ERROR) break;
+  }
   std::expected<int, ProbeError> result =
-      std::unexpected(ProbeError{false, std::string(rd_kafka_err2str(err))});
+      std::unexpected(ProbeError{false, std::string(rd_kafka_err2str(err)), err});
   if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
     result = md->broker_cnt;
     rd_kafka_metadata_destroy(md);
+  } else if (probe.security_err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    result = std::unexpected(ProbeError{false, probe.security_reason, probe.security_err});
   }
   rd_kafka_destroy(rk);
   return result;
@@ -323,16 +354,17 @@ void KafkaProducer::on_error(rd_kafka_t* rk, int err, const char* reason, void* 
   if (err == RD_KAFKA_RESP_ERR__FATAL) {
     char buf[512];
     const rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
-    self->on_fatal_(std::string(rd_kafka_err2name(orig)) + ": " + self->redactor_.redact(buf));
+    self->on_fatal_(orig,
+                    std::string(rd_kafka_err2name(orig)) + ": " + self->redactor_.redact(buf));
     return;
   }
   // Other errors are informational: librdkafka recovers by itself (brokers down, timeouts). They
   // repeat on every reconnect attempt during an outage: the same text at most every 30 s.
   std::string text = self->redactor_.redact(reason);
-  if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
+  const auto code = static_cast<rd_kafka_resp_err_t>(err);
+  if (security_failure(code) != SecurityFailure::kNone) {
     // Credentials or the SASL/TLS setup are wrong: retrying cannot help, a person must act.
-    self->on_fatal_(std::string(rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err))) + ": " +
-                    text);
+    self->on_fatal_(code, std::string(rd_kafka_err2name(code)) + ": " + text);
     return;
   }
   const auto now = std::chrono::steady_clock::now();

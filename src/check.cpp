@@ -13,6 +13,7 @@
 #include "table_inventory.hpp"
 #include "walrelay/router/event_router.hpp"
 #include "walrelay/sink/kafka_producer.hpp"
+#include "walrelay/sink/kafka_security.hpp"
 
 namespace walrelay {
 
@@ -245,6 +246,13 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
       // `run` refuses these before it connects anywhere (exit 2).
       out << "  FAIL: " << brokers.error().message << " (run exits 2)\n";
       kafka_code = ExitCode::kConfigError;
+    } else if (const auto kind = sink::security_failure(brokers.error().err);
+               kind != sink::SecurityFailure::kNone) {
+      // `run` stops on the same (exit 7): refused credentials, a failed TLS handshake.
+      out << "  FAIL "
+          << sink::security_failure_message(kind, brokers.error().message, cfg.kafka.properties)
+          << " (run exits 7)\n";
+      kafka_code = ExitCode::kKafkaAuthFailed;
     } else {
       out << "  FAIL " << brokers.error().message << "\n";
     }

@@ -14,6 +14,7 @@
 #include "allocator.hpp"
 #include "preflight.hpp"
 #include "walrelay/decoder/plugin_options.hpp"
+#include "walrelay/sink/kafka_security.hpp"
 
 namespace walrelay {
 
@@ -139,7 +140,9 @@ void Connector::create_producer() {
           ? sink::transactional_properties(cfg_.kafka, sink::transactional_id_for(cfg_.name))
           : cfg_.kafka,
       "walrelay-" + cfg_.name, [this](const sink::DeliveryReport& r) { publisher_.on_delivery(r); },
-      [this](const std::string& reason) { on_producer_fatal(reason); });
+      [this](rd_kafka_resp_err_t err, const std::string& reason) {
+        on_producer_fatal(err, reason);
+      });
   publisher_.attach(producer_.get());
   publisher_.listen(sink::RecordSource::kStream,
                     [this](const sink::DeliveryReport& r) { on_delivery(r); });
@@ -410,6 +413,12 @@ Connector::Outcome Connector::prepare() {
         reason_ = brokers.error().message;
         return fatal(ExitCode::kConfigError);
       }
+      if (const auto kind = sink::security_failure(brokers.error().err);
+          kind != sink::SecurityFailure::kNone) {  // as the producer's error_cb would report it
+        reason_ =
+            sink::security_failure_message(kind, brokers.error().message, cfg_.kafka.properties);
+        return fatal(ExitCode::kKafkaAuthFailed);
+      }
       reason_ = "Kafka does not answer at kafka.bootstrap_servers " + cfg_.kafka.bootstrap_servers +
                 " within " + std::to_string(kKafkaProbeTimeout.count() / 1000) + " s (" +
                 brokers.error().message + "): slot " + slot + " is not created until it does";
@@ -611,25 +620,24 @@ void Connector::on_stream_end(replication::StreamEnd how, const std::string& rea
                     "): " + reason);
 }
 
-void Connector::on_producer_fatal(const std::string& reason) {
+void Connector::on_producer_fatal(rd_kafka_resp_err_t err, const std::string& reason) {
   // Called from inside the producer's poll: act after it returns.
-  asio::post(io_, [this, reason] {
+  asio::post(io_, [this, err, reason] {
     if (stopping_ || producer_broken_) return;
-    if (eos_starting_) {
-      // exactly_once, a session starting: acted on once eos_prepare ended (a fatal
-      // init_transactions replaces the producer first, as when it blocked the event loop).
-      eos_deferred_fatal_ = reason;
-      return;
-    }
-    if (eos_fenced_by(reason)) return;
-    if (reason.starts_with("_AUTHENTICATION")) {
-      spdlog::error(
-          "Kafka refused walrelay's credentials: {}. Retrying cannot fix this: check the sasl.* "
-          "and ssl.* settings under kafka.properties",
-          reason);
+    // Refused credentials or a failed TLS handshake (sink/kafka_security.hpp): exit 7, also while
+    // an exactly_once session starts (finish ends the start, as a SIGTERM does).
+    if (const auto kind = sink::security_failure(err); kind != sink::SecurityFailure::kNone) {
+      spdlog::error("{}", sink::security_failure_message(kind, reason, cfg_.kafka.properties));
       finish(ExitCode::kKafkaAuthFailed);
       return;
     }
+    if (eos_starting_) {
+      // exactly_once, a session starting: acted on once eos_prepare ended (a fatal
+      // init_transactions replaces the producer first, as when it blocked the event loop).
+      eos_deferred_fatal_ = {err, reason};
+      return;
+    }
+    if (eos_fenced_by(reason)) return;
     producer_broken_ = true;
     commit_timer_.cancel();
     publisher_.drop_held();

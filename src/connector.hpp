@@ -14,6 +14,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "catalog.hpp"
 #include "heartbeat.hpp"
@@ -131,7 +132,7 @@ class Connector final : public app::System {
   void on_keepalive(const replication::Keepalive& k);
   void on_stream_end(replication::StreamEnd how, const std::string& reason);
   void on_delivery(const sink::DeliveryReport& r);
-  void on_producer_fatal(const std::string& reason);
+  void on_producer_fatal(rd_kafka_resp_err_t err, const std::string& reason);
   void send_status(bool reply_requested);
   void save_record();
   void schedule_status();
@@ -379,7 +380,7 @@ class Connector final : public app::System {
   /// A producer fatal error reported while eos_prepare runs: acted on once it ended (as when
   /// init_transactions blocked the loop: a fatal init result comes first and replaces the
   /// producer anyway).
-  std::optional<std::string> eos_deferred_fatal_;
+  std::optional<std::pair<rd_kafka_resp_err_t, std::string>> eos_deferred_fatal_;
   std::optional<sink::PositionsTopicCreation> topic_creation_;
   std::optional<sink::PositionReader> position_reader_;
   /// True when the signal `c` (a logical message or a signal-table row) is in a unit Kafka already

@@ -344,7 +344,7 @@ void Connector::eos_prepare_end(bool ok) {
   position_reader_.reset();
   // A fatal producer error that came meanwhile (on_producer_fatal deferred it).
   if (auto why = std::exchange(eos_deferred_fatal_, std::nullopt); why && !producer_broken_) {
-    on_producer_fatal(*why);  // acts from the event loop, after this session's start
+    on_producer_fatal(why->first, why->second);  // acts from the event loop, after the start
   }
   if (auto done = std::exchange(eos_prepare_done_, nullptr)) done(ok);
 }

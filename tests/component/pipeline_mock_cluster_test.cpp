@@ -64,7 +64,9 @@ class PipelineTest : public component_test::MockClusterFixture {
     producer_ = std::make_unique<KafkaProducer>(
         io_.get_executor(), cfg, "walrelay-pipeline-test",
         [this](const DeliveryReport& r) { publisher_.on_delivery(r); },
-        [](const std::string& reason) { ADD_FAILURE() << "fatal: " << reason; });
+        [](rd_kafka_resp_err_t /*err*/, const std::string& reason) {
+          ADD_FAILURE() << "fatal: " << reason;
+        });
     publisher_.attach(producer_.get());
     for (RecordSource s : {RecordSource::kStream, RecordSource::kSnapshot}) {
       publisher_.listen(s, [this, s](const DeliveryReport& r) {

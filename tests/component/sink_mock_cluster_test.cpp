@@ -99,7 +99,9 @@ class MockClusterTest : public component_test::MockClusterFixture {
     producer_ = std::make_unique<KafkaProducer>(
         io_.get_executor(), cfg, "walrelay-component-test",
         [this](const DeliveryReport& r) { on_delivery(r); },
-        [this](const std::string& reason) { fatal_.push_back(reason); });
+        [this](rd_kafka_resp_err_t /*err*/, const std::string& reason) {
+          fatal_.push_back(reason);
+        });
     producer_->start();
   }
 

@@ -69,7 +69,9 @@ class TransactionsMockTest : public component_test::MockClusterFixture {
         [this](const DeliveryReport& r) {
           if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR) failed_reports_.push_back(r.err);
         },
-        [this](const std::string& reason) { fatal_.push_back(reason); }));
+        [this](rd_kafka_resp_err_t /*err*/, const std::string& reason) {
+          fatal_.push_back(reason);
+        }));
     producers_.back()->start();
     return *producers_.back();
   }

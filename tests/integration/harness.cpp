@@ -370,8 +370,9 @@ namespace {
 /// A librdkafka consumer used only with assign(): no subscription, no commits.
 class Consumer {
  public:
-  explicit Consumer(const std::string& bootstrap)
-      : rk_(new_assign_consumer(bootstrap, {{"topic.metadata.refresh.interval.ms", "500"}})) {}
+  explicit Consumer(const std::string& bootstrap,
+                    const std::vector<std::pair<std::string, std::string>>& properties = {})
+      : rk_(new_assign_consumer(bootstrap, settings(properties))) {}
   ~Consumer() {
     rd_kafka_assign(rk_, nullptr);
     rd_kafka_consumer_close(rk_);
@@ -443,6 +444,14 @@ class Consumer {
   rd_kafka_message_t* poll(int timeout_ms) { return rd_kafka_consumer_poll(rk_, timeout_ms); }
 
  private:
+  static std::vector<std::pair<const char*, std::string>> settings(
+      const std::vector<std::pair<std::string, std::string>>& properties) {
+    std::vector<std::pair<const char*, std::string>> out = {
+        {"topic.metadata.refresh.interval.ms", "500"}};
+    for (const auto& [k, v] : properties) out.emplace_back(k.c_str(), v);
+    return out;
+  }
+
   rd_kafka_t* rk_ = nullptr;
 };
 
@@ -482,13 +491,14 @@ bool transient(rd_kafka_resp_err_t err) {
 
 }  // namespace
 
-KafkaReader::KafkaReader(std::string bootstrap_servers)
-    : bootstrap_(std::move(bootstrap_servers)) {}
+KafkaReader::KafkaReader(std::string bootstrap_servers,
+                         std::vector<std::pair<std::string, std::string>> properties)
+    : bootstrap_(std::move(bootstrap_servers)), properties_(std::move(properties)) {}
 
 std::vector<KafkaRecord> KafkaReader::read_at_least(const std::vector<std::string>& topics,
                                                     std::size_t count,
                                                     std::chrono::milliseconds timeout) {
-  Consumer consumer(bootstrap_);
+  Consumer consumer(bootstrap_, properties_);
   const auto deadline = Clock::now() + timeout;
   const std::set<std::string> wanted(topics.begin(), topics.end());
   std::set<std::string> found;
@@ -523,7 +533,7 @@ std::vector<KafkaRecord> KafkaReader::read_at_least(const std::vector<std::strin
 
 std::vector<KafkaRecord> KafkaReader::read_all(const std::vector<std::string>& topics,
                                                std::chrono::milliseconds timeout) {
-  Consumer consumer(bootstrap_);
+  Consumer consumer(bootstrap_, properties_);
   const auto deadline = Clock::now() + timeout;
   const auto existing = consumer.topics();
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> from;
@@ -571,7 +581,7 @@ std::vector<KafkaRecord> KafkaReader::read_all(const std::vector<std::string>& t
 }
 
 std::vector<std::string> KafkaReader::topics_with_prefix(const std::string& prefix) {
-  Consumer consumer(bootstrap_);
+  Consumer consumer(bootstrap_, properties_);
   std::vector<std::string> out;
   for (const auto& [topic, parts] : consumer.topics()) {
     if (topic.starts_with(prefix)) out.push_back(topic);

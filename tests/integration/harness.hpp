@@ -181,7 +181,10 @@ struct KafkaRecord {
 /// membership, nothing committed), so calls are independent and repeatable.
 class KafkaReader {
  public:
-  explicit KafkaReader(std::string bootstrap_servers);
+  /// `properties`: more librdkafka settings of its consumers (e.g. security.protocol, sasl.*,
+  /// ssl.ca.location to read over a SASL_SSL listener), added after the reader's own.
+  explicit KafkaReader(std::string bootstrap_servers,
+                       std::vector<std::pair<std::string, std::string>> properties = {});
 
   /// Reads every partition of `topics` from the beginning until at least `count` records arrived
   /// or `timeout` passed; topics that do not exist yet are picked up when they appear.
@@ -200,6 +203,7 @@ class KafkaReader {
 
  private:
   std::string bootstrap_;
+  std::vector<std::pair<std::string, std::string>> properties_;
 };
 
 /// Sorts records by (topic, partition, offset): Kafka's order within a partition.

@@ -37,6 +37,7 @@ running_pid() {
   echo "$pid"
 }
 
+# start.sh lists the PLAINTEXT listener first (then CONTROLLER, SASL_SSL): the probe uses it.
 port="$(sed -n 's|^listeners=PLAINTEXT://[^:]*:\([0-9]*\),.*|\1|p' "$props")"
 
 case "$action" in

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts the real services the component/integration tests need, on free loopback ports:
 #   - a throwaway PostgreSQL 15 cluster (wal_level=logical, wal2json available)
-#   - a single-node Apache Kafka 4.1.1 broker (KRaft combined mode) run from Maven jars
+#   - a single-node Apache Kafka 4.1.1 broker (KRaft combined mode) run from Maven jars, with a
+#     PLAINTEXT listener and a SASL_SSL one (SCRAM-SHA-512 and PLAIN; a server certificate signed
+#     by a CA made here, STATE_DIR/kafka/tls/ca.crt)
 # Usage: tests/services/start.sh STATE_DIR
 # Writes STATE_DIR/env (source it) and pid files; stop with tests/services/stop.sh STATE_DIR.
 set -euo pipefail
@@ -45,7 +47,7 @@ cleanup_on_failure() {
 trap cleanup_on_failure EXIT
 
 # ---------------------------------------------------------------- free ports
-# Ask the kernel for three distinct free ports (bind to port 0) while holding all
+# Ask the kernel for four distinct free ports (bind to port 0) while holding all
 # of them, so concurrent start.sh runs in other STATE_DIRs get different ones.
 pick_ports() {
   if command -v python3 >/dev/null 2>&1; then
@@ -70,7 +72,7 @@ PY
     echo "${out[*]}"
   fi
 }
-read -r pg_port kafka_port controller_port < <(pick_ports 3)
+read -r pg_port kafka_port controller_port sasl_port < <(pick_ports 4)
 
 # ---------------------------------------------------------------- PostgreSQL
 # PostgreSQL refuses to run as root: as root, run it as the `postgres` OS user;
@@ -176,14 +178,48 @@ rm -rf "$kafka_dir"
 mkdir -p "$kafka_dir/data"
 kafka_log="$state/kafka.log"
 
+# TLS for the SASL_SSL listener: a throwaway CA and a server certificate for 127.0.0.1/localhost
+# signed by it (EC P-256 keys: made in milliseconds). The broker reads key and chain from one PEM
+# file (ssl.keystore.type=PEM, KIP-651; an unencrypted PKCS#8 key needs no ssl.key.password).
+# They live under kafka/, which kafka-ctl.sh keeps, so a restarted broker presents the same
+# certificate. Clients trust kafka/tls/ca.crt (WALRELAY_TEST_KAFKA_CA).
+tls_dir="$kafka_dir/tls"
+mkdir -p "$tls_dir"
+(
+  cd "$tls_dir"
+  ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  openssl req -x509 "${ec[@]}" -days 30 -keyout ca.key -out ca.crt \
+    -subj '/CN=walrelay test Kafka CA' \
+    -addext 'basicConstraints=critical,CA:TRUE' -addext 'keyUsage=critical,keyCertSign,cRLSign'
+  openssl req -new "${ec[@]}" -keyout server.key -out server.csr -subj '/CN=localhost'
+  printf '%s\n' 'subjectAltName=DNS:localhost,IP:127.0.0.1' 'basicConstraints=critical,CA:FALSE' \
+    'keyUsage=critical,digitalSignature' 'extendedKeyUsage=serverAuth' >server.ext
+  openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -set_serial "0x$(openssl rand -hex 8)" \
+    -days 30 -extfile server.ext -out server.crt
+  cat server.key server.crt >server.pem
+  rm -f server.csr server.ext
+) >"$state/openssl.log" 2>&1 || { cat "$state/openssl.log" >&2; exit 1; }
+
+# Credentials of the SASL_SSL listener, new for every start: a SCRAM-SHA-512 user (stored in the
+# cluster metadata at format time, KIP-900) and a PLAIN user (in the listener's JAAS config).
+scram_user=walrelay
+scram_password="scram-$(openssl rand -hex 12)"
+plain_user=walrelay_plain
+plain_password="plain-$(openssl rand -hex 12)"
+
 cat >"$kafka_dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
-listeners=PLAINTEXT://127.0.0.1:$kafka_port,CONTROLLER://127.0.0.1:$controller_port
-advertised.listeners=PLAINTEXT://127.0.0.1:$kafka_port
+listeners=PLAINTEXT://127.0.0.1:$kafka_port,CONTROLLER://127.0.0.1:$controller_port,SASL_SSL://127.0.0.1:$sasl_port
+advertised.listeners=PLAINTEXT://127.0.0.1:$kafka_port,SASL_SSL://127.0.0.1:$sasl_port
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL
+listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$plain_user="$plain_password";
+listener.name.sasl_ssl.ssl.keystore.type=PEM
+listener.name.sasl_ssl.ssl.keystore.location=$tls_dir/server.pem
 controller.quorum.bootstrap.servers=127.0.0.1:$controller_port
 log.dirs=$kafka_dir/data
 num.partitions=3
@@ -212,10 +248,12 @@ java_opts=(
 
 cluster_id="$(java "${java_opts[@]}" kafka.tools.StorageTool random-uuid 2>/dev/null)"
 java "${java_opts[@]}" kafka.tools.StorageTool format --standalone -t "$cluster_id" \
-  -c "$kafka_dir/server.properties" >"$kafka_dir/format.log" 2>&1 \
+  -c "$kafka_dir/server.properties" \
+  --add-scram "SCRAM-SHA-512=[name=$scram_user,password=$scram_password]" \
+  >"$kafka_dir/format.log" 2>&1 \
   || { cat "$kafka_dir/format.log" >&2; exit 1; }
 
-log "starting kafka on 127.0.0.1:$kafka_port (controller $controller_port)"
+log "starting kafka on 127.0.0.1:$kafka_port (SASL_SSL $sasl_port, controller $controller_port)"
 # setsid + closed stdio: the broker must outlive this script and must not hold
 # the caller's stdout/stderr open (e.g. when start.sh runs inside $(...) or a pipe).
 setsid java "${java_opts[@]}" kafka.Kafka "$kafka_dir/server.properties" \
@@ -240,11 +278,26 @@ until kcat -b "127.0.0.1:$kafka_port" -L -m 2 2>/dev/null | grep -q '1 brokers';
   sleep 0.5
 done
 
+# Prove the SASL_SSL listener works with the CA and the PLAIN user (TLS handshake, SASL). Not with
+# the SCRAM user: kcat's librdkafka is walrelay's, and before librdkafka 2.6.1 its SCRAM proof is
+# refused by Kafka 4.x brokers (librdkafka CHANGELOG.md, v2.6.1);
+# tests/integration/security/kafka_security_test.cpp checks what walrelay does with it.
+kcat -b "127.0.0.1:$sasl_port" -L -m 10 -X security.protocol=SASL_SSL -X sasl.mechanisms=PLAIN \
+  -X sasl.username="$plain_user" -X sasl.password="$plain_password" \
+  -X ssl.ca.location="$tls_dir/ca.crt" 2>"$state/kcat-sasl.log" | grep -q '1 brokers' \
+  || { log "the SASL_SSL listener refused PLAIN:"; cat "$state/kcat-sasl.log" >&2; exit 1; }
+
 # ---------------------------------------------------------------------- env
 cat >"$state/env" <<ENV
 export WALRELAY_TEST_PG_CONNINFO="host=127.0.0.1 port=$pg_port dbname=walrelay_test user=walrelay"
 export WALRELAY_TEST_PG_ADMIN_CONNINFO="host=127.0.0.1 port=$pg_port dbname=postgres user=walrelay"
 export WALRELAY_TEST_KAFKA_BOOTSTRAP="127.0.0.1:$kafka_port"
+export WALRELAY_TEST_KAFKA_SASL_BOOTSTRAP="127.0.0.1:$sasl_port"
+export WALRELAY_TEST_KAFKA_CA="$tls_dir/ca.crt"
+export WALRELAY_TEST_KAFKA_SASL_USER="$scram_user"
+export WALRELAY_TEST_KAFKA_SASL_PASSWORD="$scram_password"
+export WALRELAY_TEST_KAFKA_PLAIN_USER="$plain_user"
+export WALRELAY_TEST_KAFKA_PLAIN_PASSWORD="$plain_password"
 export WALRELAY_TEST_STATE_DIR="$state"
 ENV
 started=1

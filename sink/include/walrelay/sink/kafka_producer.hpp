@@ -67,8 +67,11 @@ class SecretRedactor {
 class KafkaProducer {
  public:
   using DeliveryHandler = std::function<void(const DeliveryReport&)>;
-  /// Called with librdkafka's reason when the producer hits a fatal error.
-  using FatalHandler = std::function<void(const std::string& reason)>;
+  /// Called when the producer hits a fatal error (`err`: the original code of an ERR__FATAL,
+  /// rd_kafka_fatal_error) or a broker connection fails for a reason retrying cannot fix
+  /// (`err`: a code security_failure classifies, kafka_security.hpp), with the reason text
+  /// `<code name>: <librdkafka's text>`, secrets redacted.
+  using FatalHandler = std::function<void(rd_kafka_resp_err_t err, const std::string& reason)>;
 
   /// Creates the producer. Throws std::runtime_error naming the property when librdkafka rejects
   /// a configuration property (the message never contains property values: they may be secrets).
@@ -151,11 +154,15 @@ struct ProbeError {
   /// answer within the timeout.
   bool config = false;
   std::string message;  ///< librdkafka's error text (secrets redacted)
+  /// The code of the failure: a security failure (kafka_security.hpp) when a broker connection
+  /// failed for one, else the metadata request's error (e.g. ERR__TRANSPORT).
+  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
 };
 
 /// Asks the cluster for metadata within `timeout` (a blocking probe for `walrelay check`), with
 /// the producer configuration `run` uses (walrelay's defaults overlaid by `cfg.properties`).
-/// Returns the number of brokers, or a ProbeError.
+/// Returns the number of brokers, or a ProbeError; a security failure (refused credentials, a
+/// failed TLS handshake) ends the probe as soon as librdkafka reports it.
 std::expected<int, ProbeError> probe_brokers(const config::KafkaConfig& cfg,
                                              std::chrono::milliseconds timeout);
 
