@@ -40,7 +40,7 @@ DeadLetterWriter::Result DeadLetterWriter::publish(RecordSource source, std::uin
     out.error = r.error();
     return out;
   }
-  out.bytes = record_bytes(rec);
+  out.bytes = kafka::record_bytes(rec);
   // A mapping error's reason often names its LSN already ("(xid …, LSN …)"): not twice.
   const bool names_lsn = dl.reason.find("LSN " + lsn_) != std::string_view::npos;
   spdlog::warn("dead-lettered ({}) to {}: {}{}{}{}", to_string(dl.kind), topic_, dl.reason,

@@ -11,9 +11,9 @@
 #include "source_encoding.hpp"
 #include "state_store.hpp"
 #include "table_inventory.hpp"
+#include "walrelay/kafka/producer.hpp"
+#include "walrelay/kafka/security.hpp"
 #include "walrelay/router/event_router.hpp"
-#include "walrelay/sink/kafka_producer.hpp"
-#include "walrelay/sink/kafka_security.hpp"
 
 namespace walrelay {
 
@@ -241,16 +241,16 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
     out << "  " << k << " = " << (config::is_secret_property(k) ? "****" : v) << "\n";
   }
   std::optional<ExitCode> kafka_code;
-  if (auto brokers = sink::probe_brokers(cfg.kafka, std::chrono::seconds(10)); !brokers) {
+  if (auto brokers = kafka::probe_brokers(cfg.kafka, std::chrono::seconds(10)); !brokers) {
     if (brokers.error().config) {
       // `run` refuses these before it connects anywhere (exit 2).
       out << "  FAIL: " << brokers.error().message << " (run exits 2)\n";
       kafka_code = ExitCode::kConfigError;
-    } else if (const auto kind = sink::security_failure(brokers.error().err);
-               kind != sink::SecurityFailure::kNone) {
+    } else if (const auto kind = kafka::security_failure(brokers.error().err);
+               kind != kafka::SecurityFailure::kNone) {
       // `run` stops on the same (exit 7): refused credentials, a failed TLS handshake.
       out << "  FAIL "
-          << sink::security_failure_message(kind, brokers.error().message, cfg.kafka.properties)
+          << kafka::security_failure_message(kind, brokers.error().message, cfg.kafka.properties)
           << " (run exits 7)\n";
       kafka_code = ExitCode::kKafkaAuthFailed;
     } else {

@@ -14,7 +14,7 @@
 #include "allocator.hpp"
 #include "preflight.hpp"
 #include "walrelay/decoder/plugin_options.hpp"
-#include "walrelay/sink/kafka_security.hpp"
+#include "walrelay/kafka/security.hpp"
 
 namespace walrelay {
 
@@ -134,19 +134,18 @@ ExitCode Connector::begin() {
 
 void Connector::create_producer() {
   txn_.reset();  // bound to the producer it was made for
-  producer_ = std::make_unique<sink::KafkaProducer>(
+  producer_ = std::make_unique<kafka::Producer>(
       io_.get_executor(),
       exactly_once()
-          ? sink::transactional_properties(cfg_.kafka, sink::transactional_id_for(cfg_.name))
+          ? kafka::transactional_properties(cfg_.kafka, kafka::transactional_id_for(cfg_.name))
           : cfg_.kafka,
-      "walrelay-" + cfg_.name, [this](const sink::DeliveryReport& r) { publisher_.on_delivery(r); },
-      [this](rd_kafka_resp_err_t err, const std::string& reason) {
-        on_producer_fatal(err, reason);
-      });
+      "walrelay-" + cfg_.name,
+      [this](const kafka::DeliveryReport& r) { publisher_.on_delivery(r); },
+      [this](const kafka::Error& error) { on_producer_fatal(error); });
   publisher_.attach(producer_.get());
   publisher_.listen(sink::RecordSource::kStream,
-                    [this](const sink::DeliveryReport& r) { on_delivery(r); });
-  publisher_.listen(sink::RecordSource::kSnapshot, [this](const sink::DeliveryReport& r) {
+                    [this](const kafka::DeliveryReport& r) { on_delivery(r); });
+  publisher_.listen(sink::RecordSource::kSnapshot, [this](const kafka::DeliveryReport& r) {
     if (!snapshotter_) return;  // a report of an abandoned snapshot run: its chunk is read again
     snapshotter_->on_delivery(r);
     if (snapshotter_) snapshotter_->maybe_continue();
@@ -408,15 +407,15 @@ Connector::Outcome Connector::prepare() {
     // A slot retains WAL from the moment it exists, and its exported snapshot would fill the
     // in-flight bounds at once: it is created only once Kafka answers. Not answering is an outage
     // like any (retried with backoff, never an exit): `check` says the same.
-    if (auto brokers = sink::probe_brokers(cfg_.kafka, kKafkaProbeTimeout); !brokers) {
+    if (auto brokers = kafka::probe_brokers(cfg_.kafka, kKafkaProbeTimeout); !brokers) {
       if (brokers.error().config) {  // as the producer's own creation would report it
         reason_ = brokers.error().message;
         return fatal(ExitCode::kConfigError);
       }
-      if (const auto kind = sink::security_failure(brokers.error().err);
-          kind != sink::SecurityFailure::kNone) {  // as the producer's error_cb would report it
+      if (const auto kind = kafka::security_failure(brokers.error().err);
+          kind != kafka::SecurityFailure::kNone) {  // as the producer's error_cb would report it
         reason_ =
-            sink::security_failure_message(kind, brokers.error().message, cfg_.kafka.properties);
+            kafka::security_failure_message(kind, brokers.error().message, cfg_.kafka.properties);
         return fatal(ExitCode::kKafkaAuthFailed);
       }
       reason_ = "Kafka does not answer at kafka.bootstrap_servers " + cfg_.kafka.bootstrap_servers +
@@ -620,24 +619,25 @@ void Connector::on_stream_end(replication::StreamEnd how, const std::string& rea
                     "): " + reason);
 }
 
-void Connector::on_producer_fatal(rd_kafka_resp_err_t err, const std::string& reason) {
+void Connector::on_producer_fatal(const kafka::Error& error) {
   // Called from inside the producer's poll: act after it returns.
-  asio::post(io_, [this, err, reason] {
+  asio::post(io_, [this, error] {
     if (stopping_ || producer_broken_) return;
-    // Refused credentials or a failed TLS handshake (sink/kafka_security.hpp): exit 7, also while
+    const std::string reason = error.describe();
+    // Refused credentials or a failed TLS handshake (kafka/security.hpp): exit 7, also while
     // an exactly_once session starts (finish ends the start, as a SIGTERM does).
-    if (const auto kind = sink::security_failure(err); kind != sink::SecurityFailure::kNone) {
-      spdlog::error("{}", sink::security_failure_message(kind, reason, cfg_.kafka.properties));
+    if (const auto kind = kafka::security_failure(error); kind != kafka::SecurityFailure::kNone) {
+      spdlog::error("{}", kafka::security_failure_message(kind, reason, cfg_.kafka.properties));
       finish(ExitCode::kKafkaAuthFailed);
       return;
     }
     if (eos_starting_) {
       // exactly_once, a session starting: acted on once eos_prepare ended (a fatal
       // init_transactions replaces the producer first, as when it blocked the event loop).
-      eos_deferred_fatal_ = {err, reason};
+      eos_deferred_fatal_ = error;
       return;
     }
-    if (eos_fenced_by(reason)) return;
+    if (eos_fenced_by(error)) return;
     producer_broken_ = true;
     commit_timer_.cancel();
     publisher_.drop_held();
@@ -794,7 +794,7 @@ bool Connector::publish_pending() {
       finish(ExitCode::kDeliveryFailed);
       return false;
     }
-    tracker_.add_event(sink::record_bytes(rec));
+    tracker_.add_event(kafka::record_bytes(rec));
     if (exactly_once()) eos_published();
     ++events_total_;
     ++pending_next_;
@@ -843,7 +843,7 @@ void Connector::maybe_resume() {
   }
 }
 
-void Connector::on_delivery(const sink::DeliveryReport& r) {
+void Connector::on_delivery(const kafka::DeliveryReport& r) {
   const std::uint64_t seq = r.opaque & kSeqMask;
   const std::uint64_t epoch = (r.opaque >> 48) & kEpochMask;
   const bool dead_letter = (r.opaque & kDeadLetterBit) != 0;

@@ -31,18 +31,22 @@
 #include "walrelay/config/config.hpp"
 #include "walrelay/decoder/line_transcoder.hpp"
 #include "walrelay/decoder/wal2json_decoder.hpp"
+#include "walrelay/kafka/admin.hpp"
+#include "walrelay/kafka/error.hpp"
+#include "walrelay/kafka/producer.hpp"
+#include "walrelay/kafka/sliced_call.hpp"
+#include "walrelay/kafka/transactions.hpp"
 #include "walrelay/router/event_router.hpp"
 #include "walrelay/sink/ack_tracker.hpp"
 #include "walrelay/sink/dead_letter.hpp"
-#include "walrelay/sink/kafka_producer.hpp"
-#include "walrelay/sink/kafka_transactions.hpp"
+#include "walrelay/sink/position_reader.hpp"
+#include "walrelay/sink/position_record.hpp"
 #include "walrelay/sink/publisher.hpp"
-#include "walrelay/sink/sliced_call.hpp"
 
 namespace walrelay {
 
 /// Wires the data path on one io_context (architecture.md):
-/// ReplicationStream → Wal2JsonDecoder → EventRouter → KafkaProducer, and delivery reports →
+/// ReplicationStream → Wal2JsonDecoder → EventRouter → kafka::Producer, and delivery reports →
 /// AckTracker → flush LSN → standby status updates. Owns every piece; single-threaded.
 ///
 /// Runs replication *sessions*: a session connects, checks the slot against walrelay's durable
@@ -131,8 +135,8 @@ class Connector final : public app::System {
   bool replaying_parked_ = false;
   void on_keepalive(const replication::Keepalive& k);
   void on_stream_end(replication::StreamEnd how, const std::string& reason);
-  void on_delivery(const sink::DeliveryReport& r);
-  void on_producer_fatal(rd_kafka_resp_err_t err, const std::string& reason);
+  void on_delivery(const kafka::DeliveryReport& r);
+  void on_producer_fatal(const kafka::Error& error);
   void send_status(bool reply_requested);
   void save_record();
   void schedule_status();
@@ -225,7 +229,7 @@ class Connector final : public app::System {
   std::unique_ptr<router::EventRouter> router_;
   /// The consistent point of the slot this process created (zero: it found its slot).
   Lsn created_slot_at_;
-  std::unique_ptr<sink::KafkaProducer> producer_;
+  std::unique_ptr<kafka::Producer> producer_;
   sink::Publisher publisher_;  // the publish path shared by the stream and the snapshot
   std::unique_ptr<Heartbeat> heartbeat_;
   sink::AckTracker tracker_;
@@ -348,8 +352,9 @@ class Connector final : public app::System {
   /// Wires the publisher for exactly_once (a new producer): transactions opened on publish,
   /// snapshot reports held until the commit, the position record's reports.
   void eos_attach_publisher();
-  /// A fatal producer error that means "fenced" (exactly_once): stops with exit 8, true.
-  bool eos_fenced_by(const std::string& reason);
+  /// A fatal producer error that means "fenced" (exactly_once, kafka::is_fencing_error): stops
+  /// with exit 8, true.
+  bool eos_fenced_by(const kafka::Error& error);
   /// The progress line's exactly_once part ("" otherwise).
   [[nodiscard]] std::string eos_progress() const;
   /// On stop: commits the open Kafka transaction (SIGTERM) or aborts it (any other stop).
@@ -380,8 +385,8 @@ class Connector final : public app::System {
   /// A producer fatal error reported while eos_prepare runs: acted on once it ended (as when
   /// init_transactions blocked the loop: a fatal init result comes first and replaces the
   /// producer anyway).
-  std::optional<std::pair<rd_kafka_resp_err_t, std::string>> eos_deferred_fatal_;
-  std::optional<sink::PositionsTopicCreation> topic_creation_;
+  std::optional<kafka::Error> eos_deferred_fatal_;
+  std::optional<kafka::TopicAdmin> topic_creation_;  // creating the positions topic
   std::optional<sink::PositionReader> position_reader_;
   /// True when the signal `c` (a logical message or a signal-table row) is in a unit Kafka already
   /// has: its effect is in the position record's progress, so it is not applied again.
@@ -412,10 +417,10 @@ class Connector final : public app::System {
   /// answers ERR__QUEUE_FULL). `blocking`: only set up; eos_finish calls the slices itself.
   void eos_commit(bool blocking = false);
   /// The commit ended with `r`: counts and confirms it, or acts on the failure (eos_failed).
-  void eos_commit_done(const sink::TxnResult& r);
+  void eos_commit_done(const kafka::TxnResult& r);
   void eos_schedule_commit();
   /// A transactional call failed: fenced → stop (exit 8); otherwise abort and replay.
-  void eos_failed(const sink::TxnResult& r, const std::string& what);
+  void eos_failed(const kafka::TxnResult& r, const std::string& what);
   /// Aborts the open Kafka transaction and starts a new session (the replay skips what Kafka
   /// has); `new_producer` after a fatal producer error. The abort runs on the event loop
   /// (eos_abort); meanwhile the stream is paused and nothing is published.
@@ -427,7 +432,7 @@ class Connector final : public app::System {
   /// overall (then a non-ok result, kAbort), `eos_aborting_` meanwhile; drops the held reports
   /// and calls `then` with the outcome (not when the connector stops meanwhile: eos_finish
   /// aborts).
-  void eos_abort(std::function<void(const sink::TxnResult&)> then);
+  void eos_abort(std::function<void(const kafka::TxnResult&)> then);
   void eos_fenced(const std::string& reason);
   /// Aborts the open Kafka transaction, if any (a session ends: its records are replayed, and an
   /// open transaction would hold the positions topic's last stable offset back), on the event
@@ -440,14 +445,14 @@ class Connector final : public app::System {
   void eos_delivery_failed(const std::string& reason, rd_kafka_resp_err_t err);
   /// What may be confirmed to the slot: in exactly_once mode only what a Kafka commit covered.
   [[nodiscard]] Lsn confirmable_lsn() const;
-  std::unique_ptr<sink::KafkaTransactions> txn_;
+  std::unique_ptr<kafka::Transactions> txn_;
   std::optional<sink::StreamPosition> kafka_position_;  // read at the session's start
   /// The same, kept: a position record never goes back behind it.
   std::optional<sink::StreamPosition> resume_position_;
   bool eos_committing_ = false;  // a commit is in progress (eos_commit .. eos_commit_done)
   bool eos_aborting_ = false;    // an abort is in progress (eos_abort)
   /// The transactional call in progress (commit, abort or init), in slices of at most 100 ms.
-  sink::SlicedCall txn_call_{io_.get_executor()};
+  kafka::SlicedCall txn_call_{io_.get_executor()};
   /// eos_prepare polls the positions topic's creation and reading on it.
   boost::asio::steady_timer eos_poll_timer_{io_};
   Lsn commit_covers_;  // the end of the last complete unit in the committing transaction

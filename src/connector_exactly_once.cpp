@@ -26,7 +26,7 @@
 // Transactional calls never block the event loop for long: rd_kafka_init_transactions,
 // rd_kafka_commit_transaction and rd_kafka_abort_transaction are resumable, so each is called for
 // at most kSlice at a time, again from a timer until it completes or its budget is spent
-// (sink::SlicedCall, `txn_call_`; a commit that cannot complete is then aborted, as before). The
+// (kafka::SlicedCall, `txn_call_`; a commit that cannot complete is then aborted, as before). The
 // positions topic's creation and reading at a session's start are polled the same way
 // (eos_poll_timer_). While a session starts (eos_starting_) or a transaction is aborted
 // (eos_restarting_) nothing is published and nothing beyond the last commit is confirmed; the
@@ -55,7 +55,7 @@ namespace {
 // The transactional calls are resumable (librdkafka >= 1.9: a timed-out call goes on in the
 // background and the next call picks it up), so the event loop calls each for at most kSlice at a
 // time and comes back on a timer until its budget has passed or kTxnAttempts retriable errors
-// other than the slice's own timeout came back (sink::SlicedCall).
+// other than the slice's own timeout came back (kafka::SlicedCall).
 constexpr std::chrono::milliseconds kSlice{100};
 constexpr std::chrono::milliseconds kInitBudget{30'000};       // init_transactions
 constexpr std::chrono::milliseconds kPositionTimeout{30'000};  // creating, reading the topic
@@ -68,13 +68,13 @@ constexpr std::chrono::milliseconds kWarningInterval{10'000};
 // How often the positions topic's creation is looked at (without waiting).
 constexpr std::chrono::milliseconds kTopicPollInterval{20};
 
-sink::SlicedCall::Limits txn_limits(std::chrono::milliseconds budget) {
-  sink::SlicedCall::Limits l;
+kafka::SlicedCall::Limits txn_limits(std::chrono::milliseconds budget) {
+  kafka::SlicedCall::Limits l;
   l.slice = kSlice;
   l.budget = budget;
   l.retry_delay = kRetryDelay;
   l.max_errors = kTxnAttempts;
-  l.spent = sink::TxnAction::kAbort;
+  l.spent = kafka::TxnAction::kAbort;
   l.first_warning = kFirstWarning;
   l.warning_interval = kWarningInterval;
   return l;
@@ -92,7 +92,7 @@ void Connector::eos_attach_publisher() {
     return eos_open() ? RD_KAFKA_RESP_ERR_NO_ERROR : RD_KAFKA_RESP_ERR__STATE;
   });
   publisher_.hold_reports(sink::RecordSource::kSnapshot, true);
-  publisher_.listen(sink::RecordSource::kPosition, [this](const sink::DeliveryReport& r) {
+  publisher_.listen(sink::RecordSource::kPosition, [this](const kafka::DeliveryReport& r) {
     if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR && !stopping_) {
       eos_delivery_failed(std::string("the position record failed: ") + rd_kafka_err2str(r.err),
                           r.err);
@@ -100,12 +100,9 @@ void Connector::eos_attach_publisher() {
   });
 }
 
-bool Connector::eos_fenced_by(const std::string& reason) {
-  if (!exactly_once() || !(reason.starts_with("_FENCED") || reason.starts_with("PRODUCER_FENCED") ||
-                           reason.starts_with("INVALID_PRODUCER_EPOCH"))) {
-    return false;
-  }
-  eos_fenced(reason);
+bool Connector::eos_fenced_by(const kafka::Error& error) {
+  if (!exactly_once() || !kafka::is_fencing_error(error)) return false;
+  eos_fenced(error.describe());
   return true;
 }
 
@@ -205,7 +202,7 @@ void Connector::eos_prepare(std::function<void(bool)> done) {
 
 void Connector::eos_prepare_init() {
   eos_restarting_ = false;  // eos_abort_open set it while it aborted
-  if (!txn_) txn_ = std::make_unique<sink::KafkaTransactions>(*producer_);
+  if (!txn_) txn_ = std::make_unique<kafka::Transactions>(*producer_);
   if (txn_->initialized()) {
     eos_prepare_topic();
     return;
@@ -213,13 +210,13 @@ void Connector::eos_prepare_init() {
   txn_call_.start(
       "init_transactions", txn_limits(kInitBudget),
       [this](std::chrono::milliseconds timeout) { return txn_->init(timeout); },
-      [this](const sink::TxnResult& r) {
+      [this](const kafka::TxnResult& r) {
         if (stopping_) return;
-        const std::string tid = sink::transactional_id_for(cfg_.name);
+        const std::string tid = kafka::transactional_id_for(cfg_.name);
         if (!r.ok()) {
           reason_ =
               "cannot initialise Kafka transactions (transactional.id " + tid + "): " + r.message;
-          if (r.action == sink::TxnAction::kFatal || r.action == sink::TxnAction::kFenced) {
+          if (r.action == kafka::TxnAction::kFatal || r.action == kafka::TxnAction::kFenced) {
             producer_broken_ = true;
           }
           eos_prepare_end(false);
@@ -235,17 +232,20 @@ void Connector::eos_prepare_init() {
 }
 
 void Connector::eos_prepare_topic() {
-  auto creation =
-      sink::PositionsTopicCreation::start(cfg_.kafka, positions_topic_, kPositionTimeout);
-  if (!creation) {
+  // Compacted, one partition, the broker's default replication factor (KIP-464).
+  const kafka::NewTopic topic{positions_topic_, 1, -1, {{"cleanup.policy", "compact"}}};
+  auto admin = kafka::TopicAdmin::connect(cfg_.kafka, "positions");
+  std::expected<void, kafka::Error> sent =
+      admin ? admin->create(topic, kPositionTimeout) : std::unexpected(admin.error());
+  if (!sent) {
     spdlog::warn(
         "cannot create the positions topic {} ({}); walrelay goes on in case it exists or is "
         "created by the broker: create it as a compacted topic with one partition",
-        positions_topic_, creation.error());
+        positions_topic_, sent.error().message);
     eos_prepare_read();
     return;
   }
-  topic_creation_.emplace(std::move(*creation));
+  topic_creation_.emplace(std::move(*admin));
   eos_poll_topic_creation();
 }
 
@@ -264,7 +264,9 @@ void Connector::eos_poll_topic_creation() {
     spdlog::warn(
         "cannot create the positions topic {} ({}); walrelay goes on in case it exists or is "
         "created by the broker: create it as a compacted topic with one partition",
-        positions_topic_, created->error());
+        positions_topic_, created->error().message);
+  } else if (**created == kafka::CreateOutcome::kCreated) {
+    spdlog::info("created the compacted positions topic {}", positions_topic_);
   }
   eos_prepare_read();
 }
@@ -344,7 +346,7 @@ void Connector::eos_prepare_end(bool ok) {
   position_reader_.reset();
   // A fatal producer error that came meanwhile (on_producer_fatal deferred it).
   if (auto why = std::exchange(eos_deferred_fatal_, std::nullopt); why && !producer_broken_) {
-    on_producer_fatal(why->first, why->second);  // acts from the event loop, after the start
+    on_producer_fatal(*why);  // acts from the event loop, after the start
   }
   if (auto done = std::exchange(eos_prepare_done_, nullptr)) done(ok);
 }
@@ -355,7 +357,7 @@ bool Connector::eos_open() {
   // With no transaction open everything acknowledged is committed: keep it, so that what may be
   // confirmed never goes back while the new transaction is open.
   committed_lsn_ = std::max(committed_lsn_, tracker_.flush_lsn());
-  const sink::TxnResult r = txn_->begin();
+  const kafka::TxnResult r = txn_->begin();
   if (!r.ok()) {
     eos_failed(r, "begin_transaction");
     return false;
@@ -504,8 +506,8 @@ void Connector::eos_commit(bool blocking) {
   }();
   if (abort_every > 0 &&
       (eos_commits_ + eos_aborts_ + 1) % static_cast<std::uint64_t>(abort_every) == 0) {
-    sink::TxnResult injected;
-    injected.action = sink::TxnAction::kAbort;
+    kafka::TxnResult injected;
+    injected.action = kafka::TxnAction::kAbort;
     injected.message = "injected abort (WALRELAY_TEST_ABORT_EVERY)";
     eos_failed(injected, "commit_transaction");
     return;
@@ -520,14 +522,14 @@ void Connector::eos_commit(bool blocking) {
   txn_call_.start(
       "commit_transaction", txn_limits(kCommitBudget),
       [this](std::chrono::milliseconds timeout) { return txn_->commit(timeout); },
-      [this](const sink::TxnResult& r) { eos_commit_done(r); }, !blocking,
+      [this](const kafka::TxnResult& r) { eos_commit_done(r); }, !blocking,
       " (the stream waits meanwhile; health, metrics and standby status updates go on)");
   // Longer than a slice: no change is decoded meanwhile (a split's caller keeps its records in
   // `pending_`); eos_commit_done resumes the stream.
   if (!blocking && eos_committing_ && !stopping_ && streaming_ && stream_) stream_->pause();
 }
 
-void Connector::eos_commit_done(const sink::TxnResult& r) {
+void Connector::eos_commit_done(const kafka::TxnResult& r) {
   eos_committing_ = false;
   if (!r.ok()) {
     eos_failed(r, "commit_transaction");  // nothing more when eos_restart already acts
@@ -553,20 +555,20 @@ void Connector::eos_commit_done(const sink::TxnResult& r) {
   if (streaming_ && stream_ && stream_->paused()) asio::post(io_, [this] { maybe_resume(); });
 }
 
-void Connector::eos_failed(const sink::TxnResult& r, const std::string& what) {
+void Connector::eos_failed(const kafka::TxnResult& r, const std::string& what) {
   if (stopping_) return;
   const std::string reason = what + " failed: " + r.message;
   switch (r.action) {
-    case sink::TxnAction::kNone:
+    case kafka::TxnAction::kNone:
       return;
-    case sink::TxnAction::kFenced:
+    case kafka::TxnAction::kFenced:
       eos_fenced(reason);
       return;
-    case sink::TxnAction::kFatal:
+    case kafka::TxnAction::kFatal:
       eos_restart(reason + " (fatal: a new producer takes over)", true);
       return;
-    case sink::TxnAction::kRetry:
-    case sink::TxnAction::kAbort:
+    case kafka::TxnAction::kRetry:
+    case kafka::TxnAction::kAbort:
       eos_restart(reason, false);
       return;
   }
@@ -594,8 +596,8 @@ void Connector::eos_restart(const std::string& reason, bool new_producer) {
       eos_restart_done(reason, new_producer);
       return;
     }
-    eos_abort([this, reason](const sink::TxnResult& a) {
-      if (a.action == sink::TxnAction::kFenced) {
+    eos_abort([this, reason](const kafka::TxnResult& a) {
+      if (a.action == kafka::TxnAction::kFenced) {
         eos_restarting_ = false;
         eos_fenced("abort_transaction failed: " + a.message);
         return;
@@ -631,12 +633,12 @@ void Connector::eos_restart_done(const std::string& reason, bool replace) {
                                      "); publishing again from the last committed position");
 }
 
-void Connector::eos_abort(std::function<void(const sink::TxnResult&)> then) {
+void Connector::eos_abort(std::function<void(const kafka::TxnResult&)> then) {
   eos_aborting_ = true;
   txn_call_.start(
       "abort_transaction", txn_limits(kAbortBudget),
       [this](std::chrono::milliseconds timeout) { return txn_->abort(timeout); },
-      [this, then = std::move(then)](const sink::TxnResult& r) {
+      [this, then = std::move(then)](const kafka::TxnResult& r) {
         eos_aborting_ = false;
         publisher_.drop_held();
         if (stopping_) return;
@@ -653,7 +655,7 @@ void Connector::eos_fenced(const std::string& reason) {
       "transaction.timeout.ms (e.g. during a broker outage), which fences the same way. This "
       "instance publishes nothing more and stops without confirming anything Kafka did not "
       "commit; started again, it resumes exactly once from the last committed position",
-      sink::transactional_id_for(cfg_.name), reason);
+      kafka::transactional_id_for(cfg_.name), reason);
   // finish() confirms at most what a Kafka commit covered (confirmable_lsn) and commits nothing.
   finish(ExitCode::kFenced);
 }
@@ -664,11 +666,11 @@ void Connector::eos_abort_open(std::function<void()> then) {
     return;
   }
   eos_restarting_ = true;  // nothing joins the transaction meanwhile
-  eos_abort([this, then = std::move(then)](const sink::TxnResult& a) {
+  eos_abort([this, then = std::move(then)](const kafka::TxnResult& a) {
     if (a.ok()) {
       ++eos_aborts_;
       spdlog::info("aborted the open Kafka transaction; the next session publishes it again");
-    } else if (a.action == sink::TxnAction::kFenced) {
+    } else if (a.action == kafka::TxnAction::kFenced) {
       eos_fenced("abort_transaction failed: " + a.message);
       return;
     } else {
@@ -680,7 +682,7 @@ void Connector::eos_abort_open(std::function<void()> then) {
 }
 
 void Connector::eos_delivery_failed(const std::string& reason, rd_kafka_resp_err_t err) {
-  if (sink::is_fencing_error(err)) {
+  if (kafka::is_fencing_error(err)) {
     eos_fenced(reason);
     return;
   }

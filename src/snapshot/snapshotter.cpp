@@ -629,7 +629,7 @@ bool Snapshotter::publish_row(Worker& w, int row, std::string_view marker) {
                std::string(rec.topic) + ": " + published.error());
       return false;
     }
-    (void)t.chunks.add(number, sink::record_bytes(rec));
+    (void)t.chunks.add(number, kafka::record_bytes(rec));
   }
   return true;
 }
@@ -706,7 +706,7 @@ void Snapshotter::advance(Table& t) {
   check_done();
 }
 
-void Snapshotter::on_delivery(const sink::DeliveryReport& r) {
+void Snapshotter::on_delivery(const kafka::DeliveryReport& r) {
   if (stopped_) return;
   const std::uint64_t table = r.opaque >> kChunkBits;
   const std::uint64_t number = r.opaque & kChunkMask;

@@ -92,7 +92,7 @@ class Snapshotter {
   /// Opens the connections and starts reading. `done` is called once, on the executor.
   void start();
   /// A delivery report of a snapshot record (the publisher's kSnapshot listener).
-  void on_delivery(const sink::DeliveryReport& report);
+  void on_delivery(const kafka::DeliveryReport& report);
   /// Called when the publisher has room again (after any delivery report).
   void maybe_continue();
   /// Stops reading; no callback follows. Records in flight are ignored.

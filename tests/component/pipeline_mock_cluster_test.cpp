@@ -21,8 +21,8 @@
 #include "walrelay/config/config.hpp"
 #include "walrelay/core/lsn.hpp"
 #include "walrelay/core/record.hpp"
+#include "walrelay/kafka/producer.hpp"
 #include "walrelay/sink/dead_letter.hpp"
-#include "walrelay/sink/kafka_producer.hpp"
 #include "walrelay/sink/publisher.hpp"
 
 namespace walrelay::sink {
@@ -61,15 +61,13 @@ class PipelineTest : public component_test::MockClusterFixture {
     cfg.bootstrap_servers = bootstraps_;
     cfg.properties = {{"reconnect.backoff.ms", "50"}, {"retry.backoff.ms", "50"}};
     for (auto& [k, v] : extra) cfg.properties[k] = v;
-    producer_ = std::make_unique<KafkaProducer>(
+    producer_ = std::make_unique<kafka::Producer>(
         io_.get_executor(), cfg, "walrelay-pipeline-test",
-        [this](const DeliveryReport& r) { publisher_.on_delivery(r); },
-        [](rd_kafka_resp_err_t /*err*/, const std::string& reason) {
-          ADD_FAILURE() << "fatal: " << reason;
-        });
+        [this](const kafka::DeliveryReport& r) { publisher_.on_delivery(r); },
+        [](const kafka::Error& error) { ADD_FAILURE() << "fatal: " << error.describe(); });
     publisher_.attach(producer_.get());
     for (RecordSource s : {RecordSource::kStream, RecordSource::kSnapshot}) {
-      publisher_.listen(s, [this, s](const DeliveryReport& r) {
+      publisher_.listen(s, [this, s](const kafka::DeliveryReport& r) {
         auto& seen = reports_[s];
         seen.push_back({r.opaque, r.err});
       });
@@ -141,7 +139,7 @@ class PipelineTest : public component_test::MockClusterFixture {
     rd_kafka_resp_err_t err;
   };
   boost::asio::io_context io_;
-  std::unique_ptr<KafkaProducer> producer_;
+  std::unique_ptr<kafka::Producer> producer_;
   Publisher publisher_;
   std::map<RecordSource, std::vector<Report>> reports_;
 };

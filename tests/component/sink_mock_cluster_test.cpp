@@ -1,5 +1,5 @@
-// Component tests of the Kafka sink (KafkaProducer + AckTracker) against librdkafka's mock cluster:
-// the delivery contract (flush LSN = next_lsn of the newest fully acknowledged prefix of
+// Component tests of the Kafka sink (kafka::Producer + AckTracker) against librdkafka's mock
+// cluster: the delivery contract (flush LSN = next_lsn of the newest fully acknowledged prefix of
 // transactions) under retriable produce errors, broker outages, out-of-order acknowledgements
 // across partitions and permanent produce errors.
 //
@@ -30,8 +30,8 @@
 #include "walrelay/config/config.hpp"
 #include "walrelay/core/lsn.hpp"
 #include "walrelay/core/record.hpp"
+#include "walrelay/kafka/producer.hpp"
 #include "walrelay/sink/ack_tracker.hpp"
-#include "walrelay/sink/kafka_producer.hpp"
 
 namespace walrelay::sink {
 namespace {
@@ -96,12 +96,10 @@ class MockClusterTest : public component_test::MockClusterFixture {
                       {"reconnect.backoff.max.ms", "500"},
                       {"retry.backoff.ms", "50"}};
     for (auto& [k, v] : extra) cfg.properties[k] = v;
-    producer_ = std::make_unique<KafkaProducer>(
+    producer_ = std::make_unique<kafka::Producer>(
         io_.get_executor(), cfg, "walrelay-component-test",
-        [this](const DeliveryReport& r) { on_delivery(r); },
-        [this](rd_kafka_resp_err_t /*err*/, const std::string& reason) {
-          fatal_.push_back(reason);
-        });
+        [this](const kafka::DeliveryReport& r) { on_delivery(r); },
+        [this](const kafka::Error& error) { fatal_.push_back(error.describe()); });
     producer_->start();
   }
 
@@ -122,7 +120,7 @@ class MockClusterTest : public component_test::MockClusterFixture {
         sync_errors_.push_back(err);
         continue;
       }
-      tracker_.add_event(record_bytes(rec));
+      tracker_.add_event(kafka::record_bytes(rec));
       ++info.expected;
       ++produced_;
     }
@@ -175,7 +173,7 @@ class MockClusterTest : public component_test::MockClusterFixture {
   }
 
   /// Delivery handler: the connector's wiring, plus the contract checks.
-  void on_delivery(const DeliveryReport& r) {
+  void on_delivery(const kafka::DeliveryReport& r) {
     seen_.push_back(
         {r.opaque, r.err, std::string(r.topic), std::string(r.key), r.partition, r.offset});
     const auto it = txns_.find(r.opaque);
@@ -300,7 +298,7 @@ class MockClusterTest : public component_test::MockClusterFixture {
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> guard_ = asio::make_work_guard(io_);
   AckTracker tracker_;
-  std::unique_ptr<KafkaProducer> producer_;
+  std::unique_ptr<kafka::Producer> producer_;
 
   std::map<AckTracker::TxnSeq, TxnInfo> txns_;
   std::vector<Seen> seen_;
@@ -533,7 +531,7 @@ TEST_P(PermanentErrorTest, StopsFlushBeforeFailedTransaction) {
     ASSERT_NE(failed, seen_.end());
     EXPECT_EQ(failed->seq, t1);
     EXPECT_EQ(failed->err, injected) << rd_kafka_err2name(failed->err);
-    EXPECT_TRUE(is_permanent_failure(failed->err));
+    EXPECT_TRUE(kafka::is_permanent_failure(failed->err));
     EXPECT_TRUE(sync_errors_.empty());
     EXPECT_TRUE(txns_.at(t2).fully_acked()) << txns_.at(t2).failed << " failed";
     EXPECT_TRUE(txns_.at(t3).fully_acked()) << txns_.at(t3).failed << " failed";
@@ -564,14 +562,14 @@ INSTANTIATE_TEST_SUITE_P(NonRetriable, PermanentErrorTest,
 TEST(ProducerProperties, DefaultsAndUserOverrides) {
   config::KafkaConfig cfg;
   cfg.bootstrap_servers = "127.0.0.1:9092";
-  auto props = effective_producer_properties(cfg, "walrelay-test");
+  auto props = kafka::effective_producer_properties(cfg, "walrelay-test");
   EXPECT_EQ(props.at("enable.idempotence"), "true");
   EXPECT_EQ(props.at("acks"), "all");
   EXPECT_EQ(props.at("partitioner"), "murmur2_random");
   EXPECT_EQ(props.at("message.timeout.ms"), "0");
   EXPECT_EQ(props.at("compression.type"), "lz4");
   cfg.properties["compression.type"] = "zstd";
-  props = effective_producer_properties(cfg, "walrelay-test");
+  props = kafka::effective_producer_properties(cfg, "walrelay-test");
   EXPECT_EQ(props.at("compression.type"), "zstd");
 }
 

@@ -1,4 +1,5 @@
-// Component tests of delivery exactly_once's Kafka side (sink/kafka_transactions.hpp) against
+// Component tests of delivery exactly_once's Kafka side (kafka/transactions.hpp, the position
+// record read back with sink/position_reader.hpp) against
 // librdkafka's mock cluster, which implements the transaction coordinator: the transactional calls
 // and how their failures are classified (librdkafka INTRODUCTION.md "Transactional Producer":
 // retriable / abort / fatal), an injected abortable error, fencing by a second producer with the
@@ -25,14 +26,23 @@
 #include "walrelay/config/config.hpp"
 #include "walrelay/core/lsn.hpp"
 #include "walrelay/core/record.hpp"
-#include "walrelay/sink/kafka_producer.hpp"
-#include "walrelay/sink/kafka_transactions.hpp"
-#include "walrelay/sink/sliced_call.hpp"
+#include "walrelay/kafka/admin.hpp"
+#include "walrelay/kafka/producer.hpp"
+#include "walrelay/kafka/sliced_call.hpp"
+#include "walrelay/kafka/transactions.hpp"
+#include "walrelay/sink/position_reader.hpp"
+#include "walrelay/sink/position_record.hpp"
 
-namespace walrelay::sink {
+namespace walrelay::kafka {
 namespace {
 
 namespace asio = boost::asio;
+using sink::decode_position;
+using sink::encode_position;
+using sink::PositionReader;
+using sink::positions_topic;
+using sink::read_position;
+using sink::StreamPosition;
 using namespace std::chrono_literals;
 
 constexpr std::int16_t kProduceApiKey = 0;  // RD_KAFKAP_Produce
@@ -62,22 +72,20 @@ class TransactionsMockTest : public component_test::MockClusterFixture {
   }
 
   /// A transactional producer with walrelay's settings for connector `name`.
-  KafkaProducer& make_producer(const std::string& name) {
-    producers_.push_back(std::make_unique<KafkaProducer>(
+  Producer& make_producer(const std::string& name) {
+    producers_.push_back(std::make_unique<Producer>(
         io_.get_executor(), transactional_properties(kafka_config(), transactional_id_for(name)),
         "walrelay-" + name,
         [this](const DeliveryReport& r) {
           if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR) failed_reports_.push_back(r.err);
         },
-        [this](rd_kafka_resp_err_t /*err*/, const std::string& reason) {
-          fatal_.push_back(reason);
-        }));
+        [this](const Error& error) { fatal_.push_back(error.describe()); }));
     producers_.back()->start();
     return *producers_.back();
   }
 
-  static rd_kafka_resp_err_t produce(KafkaProducer& p, const std::string& topic,
-                                     const std::string& key, const std::string& value) {
+  static rd_kafka_resp_err_t produce(Producer& p, const std::string& topic, const std::string& key,
+                                     const std::string& value) {
     Record rec{topic, std::string_view(key), std::string_view(value), {}, 0};
     return p.produce(rec, 1);
   }
@@ -136,7 +144,7 @@ class TransactionsMockTest : public component_test::MockClusterFixture {
   }
 
   asio::io_context io_;
-  std::vector<std::unique_ptr<KafkaProducer>> producers_;
+  std::vector<std::unique_ptr<Producer>> producers_;
   std::vector<rd_kafka_resp_err_t> failed_reports_;
   std::vector<std::string> fatal_;
 };
@@ -175,8 +183,8 @@ TEST(TransactionalProperties, SetsTheIdAndATransactionBoundMessageTimeout) {
 
 // Records and the position record in one transaction, twice; the last one is read back.
 TEST_F(TransactionsMockTest, CommittedPositionIsReadBack) {
-  KafkaProducer& p = make_producer("app");
-  KafkaTransactions txn(p);
+  Producer& p = make_producer("app");
+  Transactions txn(p);
   ASSERT_TRUE(txn.init(30s).ok());
   EXPECT_FALSE(read_position(kafka_config(), "app.walrelay.positions", "app", 30s)->has_value());
   for (int t = 1; t <= 2; ++t) {
@@ -206,8 +214,8 @@ TEST_F(TransactionsMockTest, CommittedPositionIsReadBack) {
 // An injected produce error that makes the transaction abortable: commit says kAbort, abort
 // succeeds, and the next transaction commits (the connector replays the aborted one).
 TEST_F(TransactionsMockTest, AbortableProduceErrorAbortsAndTheNextTransactionCommits) {
-  KafkaProducer& p = make_producer("app");
-  KafkaTransactions txn(p);
+  Producer& p = make_producer("app");
+  Transactions txn(p);
   ASSERT_TRUE(txn.init(30s).ok());
   ASSERT_TRUE(txn.begin().ok());
   rd_kafka_mock_push_request_errors(mcluster_, kProduceApiKey, 1,
@@ -235,8 +243,8 @@ TEST_F(TransactionsMockTest, AbortableProduceErrorAbortsAndTheNextTransactionCom
 
 // A retriable EndTxn error (coordinator moved) is retried by the same call or the next one.
 TEST_F(TransactionsMockTest, CoordinatorMovedDuringCommitIsRetriable) {
-  KafkaProducer& p = make_producer("app");
-  KafkaTransactions txn(p);
+  Producer& p = make_producer("app");
+  Transactions txn(p);
   ASSERT_TRUE(txn.init(30s).ok());
   ASSERT_TRUE(txn.begin().ok());
   ASSERT_EQ(produce(p, "events", "k", "v"), RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -256,8 +264,8 @@ TEST_F(TransactionsMockTest, CoordinatorMovedDuringCommitIsRetriable) {
 // 100 ms, and once the brokers are back the next slice resumes it and it completes (librdkafka:
 // "resumable when a retriable timeout error is returned").
 TEST_F(TransactionsMockTest, InitTransactionsResumesAcrossSlicesOnceTheBrokersAreBack) {
-  KafkaProducer& p = make_producer("app");
-  KafkaTransactions txn(p);
+  Producer& p = make_producer("app");
+  Transactions txn(p);
   ASSERT_NO_FATAL_FAILURE(brokers_down(true));
   std::chrono::milliseconds longest{0};
   const TxnResult r = run_sliced(
@@ -274,8 +282,8 @@ TEST_F(TransactionsMockTest, InitTransactionsResumesAcrossSlicesOnceTheBrokersAr
 
 // abort_transaction while no broker answers: the same, and the aborted records are purged.
 TEST_F(TransactionsMockTest, AbortTransactionResumesAcrossSlicesOnceTheBrokersAreBack) {
-  KafkaProducer& p = make_producer("app");
-  KafkaTransactions txn(p);
+  Producer& p = make_producer("app");
+  Transactions txn(p);
   ASSERT_TRUE(txn.init(30s).ok());
   ASSERT_TRUE(txn.begin().ok());
   ASSERT_EQ(produce(p, "events", "k", "v"), RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -294,11 +302,10 @@ TEST_F(TransactionsMockTest, AbortTransactionResumesAcrossSlicesOnceTheBrokersAr
 }
 
 // The position read in bounded polls: each poll returns within about its wait, and the outcome
-// is the blocking read_position's. (The mock cluster does not implement CreateTopics:
-// PositionsTopicCreation is exercised on real Kafka, tests/integration.)
+// is the blocking read_position's.
 TEST_F(TransactionsMockTest, PositionIsReadInBoundedPolls) {
-  KafkaProducer& p = make_producer("app");
-  KafkaTransactions txn(p);
+  Producer& p = make_producer("app");
+  Transactions txn(p);
   ASSERT_TRUE(txn.init(30s).ok());
   ASSERT_TRUE(txn.begin().ok());
   const StreamPosition pos{"42", 1, Lsn(0x3000), 7, {}, {}};
@@ -340,15 +347,20 @@ TEST_F(TransactionsMockTest, PositionReadingWithoutBrokersFailsAfterItsTimeoutIn
   EXPECT_FALSE(read->has_value());
   EXPECT_GE(std::chrono::steady_clock::now() - started, 2s);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
-  auto creation = PositionsTopicCreation::start(kafka_config(), "new.walrelay.positions", 1s);
-  ASSERT_TRUE(creation.has_value()) << creation.error();
-  std::optional<std::expected<void, std::string>> created;
+  auto admin = TopicAdmin::connect(kafka_config(), "positions");
+  ASSERT_TRUE(admin.has_value()) << admin.error().message;
+  ASSERT_TRUE(
+      admin->create({"new.walrelay.positions", 1, -1, {{"cleanup.policy", "compact"}}}, 1s));
+  std::optional<std::expected<CreateOutcome, Error>> created;
   const auto created_from = std::chrono::steady_clock::now();
   while (!created && std::chrono::steady_clock::now() - created_from < 20s) {
-    created = creation->poll(100ms);
+    const auto before = std::chrono::steady_clock::now();
+    created = admin->poll(100ms);
+    EXPECT_LT(std::chrono::steady_clock::now() - before, 400ms);
   }
   ASSERT_TRUE(created.has_value());
   EXPECT_FALSE(created->has_value());
+  EXPECT_EQ(created->error().code, RD_KAFKA_RESP_ERR__TIMED_OUT);
   ASSERT_NO_FATAL_FAILURE(brokers_down(false));
 }
 
@@ -367,4 +379,4 @@ TEST(ClassifyTxnError, FollowsLibrdkafkasTransactionalErrorRules) {
 }
 
 }  // namespace
-}  // namespace walrelay::sink
+}  // namespace walrelay::kafka

@@ -1,4 +1,4 @@
-// sink/kafka_security.hpp: which librdkafka codes are security failures (exit 7), and the error
+// kafka/security.hpp: which librdkafka codes are security failures (exit 7), and the error
 // line walrelay prints for them.
 
 #include <gtest/gtest.h>
@@ -6,9 +6,9 @@
 #include <map>
 #include <string>
 
-#include "walrelay/sink/kafka_security.hpp"
+#include "walrelay/kafka/security.hpp"
 
-namespace walrelay::sink {
+namespace walrelay::kafka {
 namespace {
 
 TEST(KafkaSecurityRules, ClassifiesByLibrdkafkaCode) {
@@ -52,4 +52,4 @@ TEST(KafkaSecurityRules, ScramHintOnlyBeforeLibrdkafka261) {
 }
 
 }  // namespace
-}  // namespace walrelay::sink
+}  // namespace walrelay::kafka

@@ -2,12 +2,13 @@
 // snapshot progress it carries in delivery exactly_once, and how that progress is reconciled with
 // the local progress file (snapshot::reconcile_progress).
 
+#include "walrelay/sink/position_record.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "snapshot/snapshot_progress.hpp"
-#include "walrelay/sink/kafka_transactions.hpp"
 
 namespace walrelay {
 namespace {

@@ -13,9 +13,9 @@
 namespace walrelay::sink {
 namespace {
 
-DeliveryReport report(RecordSource source, std::uint64_t unit, std::size_t bytes,
-                      rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR) {
-  DeliveryReport r;
+kafka::DeliveryReport report(RecordSource source, std::uint64_t unit, std::size_t bytes,
+                             rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR) {
+  kafka::DeliveryReport r;
   r.opaque = unit | (static_cast<std::uint64_t>(source) << 62);
   r.bytes = bytes;
   r.err = err;
@@ -27,7 +27,7 @@ TEST(Publisher, HeldReportsReachTheSourceOnlyAfterTheCommit) {
   std::vector<std::uint64_t> snapshot_units;
   std::vector<std::uint64_t> stream_units;
   std::vector<rd_kafka_resp_err_t> snapshot_errors;
-  p.listen(RecordSource::kSnapshot, [&](const DeliveryReport& r) {
+  p.listen(RecordSource::kSnapshot, [&](const kafka::DeliveryReport& r) {
     if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       snapshot_units.push_back(r.opaque);
     } else {
@@ -35,7 +35,7 @@ TEST(Publisher, HeldReportsReachTheSourceOnlyAfterTheCommit) {
     }
   });
   p.listen(RecordSource::kStream,
-           [&](const DeliveryReport& r) { stream_units.push_back(r.opaque); });
+           [&](const kafka::DeliveryReport& r) { stream_units.push_back(r.opaque); });
   p.hold_reports(RecordSource::kSnapshot, true);
 
   p.on_delivery(report(RecordSource::kSnapshot, 7, 10));
@@ -65,7 +65,7 @@ TEST(Publisher, CountsWhatKafkaAcknowledgedForEverySource) {
   const std::string topic_b = "shop.public.items";
   const auto acked = [&](RecordSource source, const std::string& topic, std::string_view value,
                          bool has_value = true) {
-    DeliveryReport r = report(source, 1, 10);
+    kafka::DeliveryReport r = report(source, 1, 10);
     r.topic = topic;
     r.value = value;
     r.has_value = has_value;

@@ -1,7 +1,7 @@
-// sink::SlicedCall (sink/sliced_call.hpp): a resumable transactional call run in slices on an
+// kafka::SlicedCall (kafka/sliced_call.hpp): a resumable transactional call run in slices on an
 // Asio timer, with a fake call in place of librdkafka's.
 
-#include "walrelay/sink/sliced_call.hpp"
+#include "walrelay/kafka/sliced_call.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace walrelay::sink {
+namespace walrelay::kafka {
 namespace {
 
 using namespace std::chrono_literals;
@@ -263,4 +263,4 @@ TEST(SlicedCall, DoneMayStartTheNextCall) {
 }
 
 }  // namespace
-}  // namespace walrelay::sink
+}  // namespace walrelay::kafka

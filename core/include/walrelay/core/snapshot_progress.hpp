@@ -10,7 +10,7 @@
 
 // The progress of a snapshot, as plain values: kept in the state directory (src/snapshot,
 // SnapshotProgressStore) and, with delivery exactly_once, in the position record in Kafka
-// (walrelay/sink/kafka_transactions.hpp), so both sides share one definition.
+// (walrelay/sink/position_record.hpp), so both sides share one definition.
 namespace walrelay::snapshot {
 
 /// A key value as text (the type's output function; nullopt for SQL NULL).

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "walrelay/sink/kafka_producer.hpp"
+#include "walrelay/kafka/producer.hpp"
 
 namespace walrelay::sink {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "walrelay/core/record.hpp"
-#include "walrelay/sink/kafka_producer.hpp"
+#include "walrelay/kafka/producer.hpp"
 #include "walrelay/sink/publish_metrics.hpp"
 
 namespace walrelay::sink {
@@ -80,11 +80,11 @@ inline PublishResult classify_produce(rd_kafka_resp_err_t err) {
 class Publisher {
  public:
   /// A delivery report whose `opaque` is the unit the source passed to `publish`.
-  using Listener = std::function<void(const DeliveryReport&)>;
+  using Listener = std::function<void(const kafka::DeliveryReport&)>;
   static constexpr std::uint64_t kUnitMask = (1ull << 62) - 1;
 
   /// Publishes through `producer` (not owned; replaced after a fatal error with `attach`).
-  void attach(KafkaProducer* producer) {
+  void attach(kafka::Producer* producer) {
     producer_ = producer;
     held_.clear();
     metrics_.forget_topic_handles();
@@ -96,7 +96,7 @@ class Publisher {
   }
 
   /// delivery exactly_once: called before each record is handed to the producer, to open a Kafka
-  /// transaction if none is open (KafkaTransactions::begin). Unless it returns NO_ERROR the record
+  /// transaction if none is open (Transactions::begin). Unless it returns NO_ERROR the record
   /// is not produced and `publish` returns what it returned: ERR__STATE when no transaction could
   /// be opened, ERR__QUEUE_FULL while the open one is being committed (the caller waits as for a
   /// full producer queue and publishes the record again when told there is room). Empty (the
@@ -119,7 +119,7 @@ class Publisher {
     for (const Held& h : held) {
       // What a read_committed consumer can see now: counted at the commit, not at the report.
       if (counted(h.source)) metrics_.on_acknowledged(h.topic, h.op, h.bytes);
-      DeliveryReport r;
+      kafka::DeliveryReport r;
       r.opaque = h.opaque;
       r.bytes = h.bytes;
       if (listeners_[h.source]) listeners_[h.source](r);
@@ -141,18 +141,18 @@ class Publisher {
         producer_->produce(record, (unit & kUnitMask) | (static_cast<std::uint64_t>(s) << 62));
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       ++in_flight_events_[s];
-      in_flight_bytes_[s] += record_bytes(record);
+      in_flight_bytes_[s] += kafka::record_bytes(record);
       return {};
     }
     return classify_produce(err);
   }
 
   /// The producer's delivery report: counts it and passes it on with the unit as `opaque`.
-  void on_delivery(const DeliveryReport& report) {
+  void on_delivery(const kafka::DeliveryReport& report) {
     const auto s = static_cast<std::size_t>(report.opaque >> 62);
     if (in_flight_events_[s] > 0) --in_flight_events_[s];
     in_flight_bytes_[s] -= std::min(in_flight_bytes_[s], report.bytes);
-    DeliveryReport r = report;
+    kafka::DeliveryReport r = report;
     r.opaque = report.opaque & kUnitMask;
     if (hold_[s] && r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       // The topic name is the producer's topic handle's (valid while the producer lives; held
@@ -193,7 +193,7 @@ class Publisher {
     return source != static_cast<std::size_t>(RecordSource::kPosition);
   }
   PublishMetrics metrics_;
-  KafkaProducer* producer_ = nullptr;
+  kafka::Producer* producer_ = nullptr;
   std::function<rd_kafka_resp_err_t()> before_publish_;
   std::array<bool, 4> hold_{};
   std::vector<Held> held_;

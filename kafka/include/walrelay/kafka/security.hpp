@@ -5,7 +5,9 @@
 #include <map>
 #include <string>
 
-namespace walrelay::sink {
+#include "walrelay/kafka/error.hpp"
+
+namespace walrelay::kafka {
 
 /// What a broker connection error says about walrelay's Kafka security settings
 /// (`kafka.properties`: security.protocol, sasl.*, ssl.*).
@@ -28,6 +30,10 @@ enum class SecurityFailure {
 /// (org.apache.kafka.common.errors.SaslAuthenticationException and SslAuthenticationException
 /// are AuthenticationExceptions, never retried).
 SecurityFailure security_failure(rd_kafka_resp_err_t err);
+/// The same on a typed error's code. This is the connection layer's classification.
+inline SecurityFailure security_failure(const Error& error) {
+  return security_failure(error.code);
+}
 
 /// The error line for a security failure (`reason`: librdkafka's text, secrets already
 /// redacted): what failed, librdkafka's reason, and what to check in `properties` (the
@@ -38,4 +44,4 @@ SecurityFailure security_failure(rd_kafka_resp_err_t err);
 std::string security_failure_message(SecurityFailure kind, const std::string& reason,
                                      const std::map<std::string, std::string>& properties);
 
-}  // namespace walrelay::sink
+}  // namespace walrelay::kafka

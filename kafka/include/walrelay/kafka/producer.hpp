@@ -17,8 +17,9 @@
 
 #include "walrelay/config/config.hpp"
 #include "walrelay/core/record.hpp"
+#include "walrelay/kafka/error.hpp"
 
-namespace walrelay::sink {
+namespace walrelay::kafka {
 
 /// Outcome of one message, from its librdkafka delivery report (or a synchronous produce failure).
 struct DeliveryReport {
@@ -33,6 +34,8 @@ struct DeliveryReport {
   std::string_view event_id;  ///< the record's `id` header (callback only); empty if none
   std::int32_t partition = -1;
   std::int64_t offset = -1;
+  /// `err` typed (Error::from_code: rd_kafka_err2str's text, the code's documented flags).
+  [[nodiscard]] Error error() const { return Error::from_code(err); }
 };
 
 /// Why a delivery can never succeed: the message's error is permanent, or the producer hit a
@@ -64,22 +67,23 @@ class SecretRedactor {
 /// (`rd_kafka_queue_io_event_enable`); no busy polling.
 ///
 /// Owned by the connector; all calls on the executor's thread.
-class KafkaProducer {
+class Producer {
  public:
   using DeliveryHandler = std::function<void(const DeliveryReport&)>;
-  /// Called when the producer hits a fatal error (`err`: the original code of an ERR__FATAL,
-  /// rd_kafka_fatal_error) or a broker connection fails for a reason retrying cannot fix
-  /// (`err`: a code security_failure classifies, kafka_security.hpp), with the reason text
-  /// `<code name>: <librdkafka's text>`, secrets redacted.
-  using FatalHandler = std::function<void(rd_kafka_resp_err_t err, const std::string& reason)>;
+  /// Called when the producer hits a fatal error (`error.fatal`, its original code, e.g.
+  /// PRODUCER_FENCED: librdkafka INTRODUCTION.md "Fatal errors") or a broker connection fails for
+  /// a reason retrying cannot fix (a code security_failure classifies, security.hpp; librdkafka
+  /// itself does not flag those fatal). The message has secret values redacted;
+  /// `error.describe()` is "<rd_kafka_err2name>: <text>".
+  using FatalHandler = std::function<void(const Error& error)>;
 
   /// Creates the producer. Throws std::runtime_error naming the property when librdkafka rejects
   /// a configuration property (the message never contains property values: they may be secrets).
-  KafkaProducer(boost::asio::any_io_executor executor, const config::KafkaConfig& cfg,
-                const std::string& client_id, DeliveryHandler on_delivery, FatalHandler on_fatal);
-  ~KafkaProducer();
-  KafkaProducer(const KafkaProducer&) = delete;
-  KafkaProducer& operator=(const KafkaProducer&) = delete;
+  Producer(boost::asio::any_io_executor executor, const config::KafkaConfig& cfg,
+           const std::string& client_id, DeliveryHandler on_delivery, FatalHandler on_fatal);
+  ~Producer();
+  Producer(const Producer&) = delete;
+  Producer& operator=(const Producer&) = delete;
 
   /// Starts watching the delivery-report pipe on the executor.
   void start();
@@ -107,7 +111,7 @@ class KafkaProducer {
   /// Stops the pipe watcher (before the io_context is destroyed).
   void stop();
 
-  /// The librdkafka handle (for the transactional API, kafka_transactions.hpp); owned here.
+  /// The librdkafka handle (for the transactional API, transactions.hpp); owned here.
   [[nodiscard]] rd_kafka_t* handle() const { return rk_; }
 
  private:
@@ -154,7 +158,7 @@ struct ProbeError {
   /// answer within the timeout.
   bool config = false;
   std::string message;  ///< librdkafka's error text (secrets redacted)
-  /// The code of the failure: a security failure (kafka_security.hpp) when a broker connection
+  /// The code of the failure: a security failure (security.hpp) when a broker connection
   /// failed for one, else the metadata request's error (e.g. ERR__TRANSPORT).
   rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
 };
@@ -170,4 +174,4 @@ std::expected<int, ProbeError> probe_brokers(const config::KafkaConfig& cfg,
 std::map<std::string, std::string> effective_producer_properties(const config::KafkaConfig& cfg,
                                                                  const std::string& client_id);
 
-}  // namespace walrelay::sink
+}  // namespace walrelay::kafka

@@ -1,10 +1,10 @@
-#include "walrelay/sink/kafka_security.hpp"
+#include "walrelay/kafka/security.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <string_view>
 
-namespace walrelay::sink {
+namespace walrelay::kafka {
 
 SecurityFailure security_failure(rd_kafka_resp_err_t err) {
   switch (err) {
@@ -61,4 +61,4 @@ std::string security_failure_message(SecurityFailure kind, const std::string& re
   return msg;
 }
 
-}  // namespace walrelay::sink
+}  // namespace walrelay::kafka

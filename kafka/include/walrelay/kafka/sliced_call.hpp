@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "walrelay/sink/kafka_transactions.hpp"
+#include "walrelay/kafka/transactions.hpp"
 
-namespace walrelay::sink {
+namespace walrelay::kafka {
 
 /// Runs a resumable transactional call (rd_kafka_init_transactions, rd_kafka_commit_transaction,
 /// rd_kafka_abort_transaction: librdkafka >= 1.9 documents each as "resumable when a retriable
@@ -43,7 +43,7 @@ class SlicedCall {
     std::chrono::milliseconds warning_interval{10'000};  ///< then every so often
   };
   /// The transactional call: makes progress for at most `timeout` (ms, >= 1) and returns its
-  /// classified outcome (KafkaTransactions::init / commit / abort).
+  /// classified outcome (Transactions::init / commit / abort).
   using Call = std::function<TxnResult(std::chrono::milliseconds timeout)>;
   /// The call's outcome: never kRetry (a spent budget is `Limits::spent`).
   using Done = std::function<void(const TxnResult&)>;
@@ -87,4 +87,4 @@ class SlicedCall {
   std::chrono::steady_clock::time_point next_warning_;
 };
 
-}  // namespace walrelay::sink
+}  // namespace walrelay::kafka

@@ -1,4 +1,4 @@
-#include "walrelay/sink/sliced_call.hpp"
+#include "walrelay/kafka/sliced_call.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -6,7 +6,7 @@
 #include <memory>
 #include <utility>
 
-namespace walrelay::sink {
+namespace walrelay::kafka {
 
 void SlicedCall::start(std::string name, const Limits& limits, Call call, Done done, bool drive,
                        std::string note) {
@@ -94,4 +94,4 @@ void SlicedCall::schedule(std::chrono::milliseconds delay) {
   });
 }
 
-}  // namespace walrelay::sink
+}  // namespace walrelay::kafka

@@ -1,4 +1,4 @@
-#include "walrelay/sink/kafka_producer.hpp"
+#include "walrelay/kafka/producer.hpp"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "walrelay/sink/kafka_security.hpp"
+#include "walrelay/kafka/security.hpp"
 
-namespace walrelay::sink {
+namespace walrelay::kafka {
 
 namespace asio = boost::asio;
 
@@ -97,9 +97,8 @@ std::map<std::string, std::string> effective_producer_properties(const config::K
   return props;
 }
 
-KafkaProducer::KafkaProducer(asio::any_io_executor executor, const config::KafkaConfig& cfg,
-                             const std::string& client_id, DeliveryHandler on_delivery,
-                             FatalHandler on_fatal)
+Producer::Producer(asio::any_io_executor executor, const config::KafkaConfig& cfg,
+                   const std::string& client_id, DeliveryHandler on_delivery, FatalHandler on_fatal)
     : on_delivery_(std::move(on_delivery)),
       on_fatal_(std::move(on_fatal)),
       redactor_(cfg.properties) {
@@ -111,8 +110,8 @@ KafkaProducer::KafkaProducer(asio::any_io_executor executor, const config::Kafka
     rd_kafka_conf_destroy(conf);
     throw std::runtime_error(rejected);
   }
-  rd_kafka_conf_set_dr_msg_cb(conf, &KafkaProducer::on_dr);
-  rd_kafka_conf_set_error_cb(conf, &KafkaProducer::on_error);
+  rd_kafka_conf_set_dr_msg_cb(conf, &Producer::on_dr);
+  rd_kafka_conf_set_error_cb(conf, &Producer::on_error);
   // librdkafka's own log lines go through spdlog (its default prints to stderr in its own format),
   // with secret property values blanked (librdkafka quotes values in some warnings). Called from
   // librdkafka's threads: the spdlog logger is thread-safe and the redactor immutable.
@@ -121,8 +120,7 @@ KafkaProducer::KafkaProducer(asio::any_io_executor executor, const config::Kafka
         // A broker connection failure ("FAIL") also reaches error_cb (on_error), which logs it
         // once, rate-limited: not twice.
         if (std::string_view(fac) == "FAIL") return;
-        log_redacted(static_cast<const KafkaProducer*>(rd_kafka_opaque(rk))->redactor_, level, fac,
-                     buf);
+        log_redacted(static_cast<const Producer*>(rd_kafka_opaque(rk))->redactor_, level, fac, buf);
       });
   rd_kafka_conf_set_opaque(conf, this);
   rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
@@ -142,7 +140,7 @@ KafkaProducer::KafkaProducer(asio::any_io_executor executor, const config::Kafka
   watcher_ = std::make_unique<asio::posix::stream_descriptor>(executor, pipe_read_);
 }
 
-KafkaProducer::~KafkaProducer() {
+Producer::~Producer() {
   stop();
   for (auto& [name, rkt] : topics_) rd_kafka_topic_destroy(rkt);
   if (main_queue_ != nullptr) {
@@ -158,13 +156,13 @@ KafkaProducer::~KafkaProducer() {
   if (pipe_write_ >= 0) ::close(pipe_write_);
 }
 
-void KafkaProducer::start() {
+void Producer::start() {
   stopped_ = false;
   poll();  // anything queued before the watcher existed
   arm();
 }
 
-void KafkaProducer::stop() {
+void Producer::stop() {
   stopped_ = true;
   if (watcher_) {
     boost::system::error_code ec;
@@ -172,7 +170,7 @@ void KafkaProducer::stop() {
   }
 }
 
-void KafkaProducer::arm() {
+void Producer::arm() {
   if (stopped_) return;
   watcher_->async_wait(
       asio::posix::stream_descriptor::wait_read,
@@ -186,20 +184,20 @@ void KafkaProducer::arm() {
       });
 }
 
-void KafkaProducer::poll() {
+void Producer::poll() {
   // Each call serves all events queued at the time; loop until the queue is empty so that no
   // report waits for the next pipe write (which only comes on an empty → non-empty transition).
   while (rd_kafka_poll(rk_, 0) > 0) {
   }
 }
 
-int KafkaProducer::flush(std::chrono::milliseconds timeout) {
+int Producer::flush(std::chrono::milliseconds timeout) {
   rd_kafka_flush(rk_, static_cast<int>(timeout.count()));
   poll();
   return rd_kafka_outq_len(rk_);
 }
 
-void KafkaProducer::purge() {
+void Producer::purge() {
   rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
   poll();
 }
@@ -268,11 +266,11 @@ std::expected<int, ProbeError> probe_brokers(const config::KafkaConfig& cfg,
   return result;
 }
 
-int KafkaProducer::outstanding() const {
+int Producer::outstanding() const {
   return rd_kafka_outq_len(rk_);
 }
 
-rd_kafka_topic_t* KafkaProducer::topic_handle(std::string_view name) {
+rd_kafka_topic_t* Producer::topic_handle(std::string_view name) {
   // Consecutive records mostly go to one topic: a comparison instead of hashing the name.
   if (last_topic_ != nullptr && name == last_topic_name_) return last_topic_;
   rd_kafka_topic_t* rkt = nullptr;
@@ -289,7 +287,7 @@ rd_kafka_topic_t* KafkaProducer::topic_handle(std::string_view name) {
   return rkt;
 }
 
-rd_kafka_resp_err_t KafkaProducer::produce(const Record& record, std::uint64_t opaque) {
+rd_kafka_resp_err_t Producer::produce(const Record& record, std::uint64_t opaque) {
   rd_kafka_topic_t* rkt = topic_handle(record.topic);
   if (rkt == nullptr) return rd_kafka_last_error();
   rd_kafka_headers_t* hdrs = nullptr;
@@ -315,8 +313,8 @@ rd_kafka_resp_err_t KafkaProducer::produce(const Record& record, std::uint64_t o
   return err;
 }
 
-void KafkaProducer::on_dr(rd_kafka_t* /*rk*/, const rd_kafka_message_t* msg, void* opaque) {
-  auto* self = static_cast<KafkaProducer*>(opaque);
+void Producer::on_dr(rd_kafka_t* /*rk*/, const rd_kafka_message_t* msg, void* opaque) {
+  auto* self = static_cast<Producer*>(opaque);
   DeliveryReport r;
   r.opaque = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(msg->_private));
   r.bytes = msg->len + msg->key_len;
@@ -349,22 +347,22 @@ void KafkaProducer::on_dr(rd_kafka_t* /*rk*/, const rd_kafka_message_t* msg, voi
   self->on_delivery_(r);
 }
 
-void KafkaProducer::on_error(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
-  auto* self = static_cast<KafkaProducer*>(opaque);
+void Producer::on_error(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+  auto* self = static_cast<Producer*>(opaque);
   if (err == RD_KAFKA_RESP_ERR__FATAL) {
-    char buf[512];
-    const rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
-    self->on_fatal_(orig,
-                    std::string(rd_kafka_err2name(orig)) + ": " + self->redactor_.redact(buf));
+    Error fatal = Error::fatal_of(rk);
+    if (fatal.ok()) fatal = Error::from_code(RD_KAFKA_RESP_ERR__FATAL, reason);  // no original
+    fatal.message = self->redactor_.redact(fatal.message);
+    self->on_fatal_(fatal);
     return;
   }
   // Other errors are informational: librdkafka recovers by itself (brokers down, timeouts). They
   // repeat on every reconnect attempt during an outage: the same text at most every 30 s.
   std::string text = self->redactor_.redact(reason);
-  const auto code = static_cast<rd_kafka_resp_err_t>(err);
-  if (security_failure(code) != SecurityFailure::kNone) {
+  if (const Error error = Error::from_code(static_cast<rd_kafka_resp_err_t>(err), text);
+      security_failure(error) != SecurityFailure::kNone) {
     // Credentials or the SASL/TLS setup are wrong: retrying cannot help, a person must act.
-    self->on_fatal_(code, std::string(rd_kafka_err2name(code)) + ": " + text);
+    self->on_fatal_(error);
     return;
   }
   const auto now = std::chrono::steady_clock::now();
@@ -374,4 +372,4 @@ void KafkaProducer::on_error(rd_kafka_t* rk, int err, const char* reason, void* 
   spdlog::warn("kafka: {} ({})", text, rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)));
 }
 
-}  // namespace walrelay::sink
+}  // namespace walrelay::kafka
