@@ -6,7 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <charconv>
 
-#include "replication/replication_stream.hpp"
+#include "pg_names.hpp"
 #include "walrelay/core/json.hpp"
 
 namespace walrelay::snapshot {
