@@ -93,8 +93,9 @@ void Snapshotter::stop() {
   }
 }
 
-void Snapshotter::fail(SnapshotFailure kind, const std::string& reason) {
+void Snapshotter::fail(SnapshotFailure kind, const std::string& reason, std::string_view sqlstate) {
   if (stopped_) return;
+  failure_sqlstate_ = sqlstate;
   stop();
   // Deferred: the caller may destroy this object from the callback.
   asio::post(executor_, [done = done_, kind, reason] { done(kind, reason); });
@@ -268,9 +269,10 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
         save_progress(/*now=*/true);
         return false;
       }
-      fail(SnapshotFailure::kRetry, "snapshot of " + p.schema + "." + p.table +
-                                        " failed: " + r.error() +
-                                        row_security_hint(w.conn->last_sqlstate(), r.error()));
+      fail(SnapshotFailure::kRetry,
+           "snapshot of " + p.schema + "." + p.table + " failed: " + r.error() +
+               row_security_hint(w.conn->last_sqlstate(), r.error()),
+           w.conn->last_sqlstate());
       return false;
     }
     w.cursor = true;
@@ -426,9 +428,10 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
                                           result.error() + "); fix the value in the database");
       return;
     }
-    fail(SnapshotFailure::kRetry, "snapshot of " + p.schema + "." + p.table +
-                                      " failed: " + result.error() +
-                                      row_security_hint(w.conn->last_sqlstate(), result.error()));
+    fail(SnapshotFailure::kRetry,
+         "snapshot of " + p.schema + "." + p.table + " failed: " + result.error() +
+             row_security_hint(w.conn->last_sqlstate(), result.error()),
+         w.conn->last_sqlstate());
     return;
   }
   // A chunk with rows: the previous chunk's last row, held back in case it was the table's last,

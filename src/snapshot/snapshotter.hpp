@@ -106,6 +106,10 @@ class Snapshotter {
   void stop_reading() { reading_stopped_ = true; }
 
   [[nodiscard]] const SnapshotProgress& progress() const { return progress_; }
+  /// The SQLSTATE (PostgreSQL docs Appendix A) of the server error a kRetry failure reported, e.g.
+  /// 42501 insufficient_privilege for a table the role cannot read; empty for other failures.
+  /// Valid in the `done` callback.
+  [[nodiscard]] const std::string& failure_sqlstate() const { return failure_sqlstate_; }
   /// Rows done per table (acknowledged by Kafka), pg_class.reltuples estimates, rows/s of the last
   /// progress interval: the progress line's figures, for /metrics.
   [[nodiscard]] SnapshotFigures figures() const;
@@ -159,7 +163,8 @@ class Snapshotter {
     std::optional<std::expected<ResultPtr, std::string>> prefetched;
   };
 
-  void fail(SnapshotFailure kind, const std::string& reason);
+  /// `sqlstate`: the server error's, when one caused the failure (failure_sqlstate()).
+  void fail(SnapshotFailure kind, const std::string& reason, std::string_view sqlstate = {});
   bool open_worker(Worker& w);
   /// Opens a read transaction on the worker's connection (on the exported snapshot, if any).
   bool begin_read(Worker& w);
@@ -213,6 +218,7 @@ class Snapshotter {
   SnapshotProgressStore& store_;
   SnapshotProgress progress_;
   std::string exported_;
+  std::string failure_sqlstate_;  // of the server error behind a kRetry failure
   /// now() of the first read on the exported snapshot (Unix epoch µs; 0 until read): the time of
   /// every row read on it, as Debezium's CURRENT_TIMESTAMP of its snapshot transaction.
   std::chrono::microseconds snapshot_time_{0};
