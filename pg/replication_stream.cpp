@@ -13,7 +13,8 @@ namespace asio = boost::asio;
 namespace {
 
 // wal2json prints values with the walsender session's settings: pin the ones that change the text
-// (shared/cases/README.md item 7). A user's own `options` come first, so these win.
+// (PostgreSQL docs §20.11 "Client Connection Defaults"). A user's own `options` come first, so
+// these win.
 constexpr const char* kPinnedOptions =
     "-c DateStyle=ISO -c TimeZone=UTC -c IntervalStyle=iso_8601 -c extra_float_digits=3 "
     "-c bytea_output=hex -c lc_monetary=C";

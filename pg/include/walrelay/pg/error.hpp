@@ -63,7 +63,8 @@ ErrorKind classify_sqlstate(std::string_view sqlstate);
 /// startup ErrorResponse itself. So this is the one place that reads libpq's connection message,
 /// and only for what the flags cannot say:
 /// - `needs_password` (PQconnectionNeedsPassword, docs §34.2): the server asked for a password
-///   and none was available: kAuthentication;
+///   and none was available: kAuthentication. (PQconnectionUsedPassword only says a password was
+///   sent, not whether the server accepted it or what failed after it, so it decides nothing.)
 /// - `conninfo_parses` false (PQconninfoParse refused it, docs §34.1.2): kConfiguration;
 /// - the server's FATAL texts for 28P01 "password authentication failed", 28000 "no pg_hba.conf
 ///   entry" and "role … does not exist", 3D000 "database … does not exist", 42501 "permission

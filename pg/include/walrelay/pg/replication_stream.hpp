@@ -62,8 +62,8 @@ class ReplicationStream {
   /// `conninfo` is the user's libpq conninfo or URI; `application_name` is shown in
   /// pg_stat_replication. The session's output-affecting settings are pinned in the startup
   /// `options` (DateStyle ISO, TimeZone UTC, IntervalStyle iso_8601, extra_float_digits 3,
-  /// bytea_output hex, lc_monetary C): wal2json prints values with them
-  /// (shared/cases/README.md item 7).
+  /// bytea_output hex, lc_monetary C): wal2json prints values with them (their meaning:
+  /// PostgreSQL docs §20.11 "Client Connection Defaults").
   ReplicationStream(boost::asio::any_io_executor executor, std::string conninfo,
                     std::string application_name);
   ~ReplicationStream();
