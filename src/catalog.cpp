@@ -5,23 +5,18 @@
 #include <array>
 #include <vector>
 
-#include "client_encoding.hpp"
-#include "replication/pg_notices.hpp"
+#include "pg_names.hpp"
+#include "walrelay/pg/client_encoding.hpp"
 
 namespace walrelay {
 
 namespace {
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 using Rows = AsyncPgConnection::Rows;
 
-// A query's rows, or the server's message (blocking; `params` as text).
-std::expected<Rows, std::string> exec_blocking(PGconn* conn, const std::string& sql,
-                                               const std::vector<std::string>& params) {
+// A query's rows, or the server's error (blocking; `params` as text).
+std::expected<Rows, pg::Error> exec_blocking(PGconn* conn, const std::string& sql,
+                                             const std::vector<std::string>& params) {
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const auto& p : params) values.push_back(p.c_str());
@@ -30,9 +25,9 @@ std::expected<Rows, std::string> exec_blocking(PGconn* conn, const std::string& 
                                                 nullptr, values.data(), nullptr, nullptr, 0);
   const auto st = PQresultStatus(res);
   if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-    std::string error = trim(PQresultErrorMessage(res));
+    pg::Error error = pg::error_from_result(res, conn);  // an empty message: the connection's
     PQclear(res);
-    return std::unexpected(error.empty() ? trim(PQerrorMessage(conn)) : error);
+    return std::unexpected(std::move(error));
   }
   Rows rows;
   const int cols = PQnfields(res);
@@ -336,8 +331,10 @@ PGconn* Catalog::blocking_connection() {
   blocking_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   replication::route_notices_to_log(blocking_);
   if (blocking_ == nullptr || PQstatus(blocking_) != CONNECTION_OK) {
-    last_error_ = blocking_ != nullptr ? trim(PQerrorMessage(blocking_)) : "out of memory";
-  } else if (auto encoded = use_walrelay_client_encoding(blocking_); !encoded) {
+    connect_failure_ = pg::error_from_connection(blocking_, conninfo_);
+    last_error_ = connect_failure_.message;
+  } else if (auto encoded = pg::use_walrelay_client_encoding(blocking_); !encoded) {
+    connect_failure_ = pg::client_error(encoded.error());
     last_error_ = encoded.error();
   } else {
     return blocking_;
@@ -352,7 +349,8 @@ std::expected<void, std::string> Catalog::connect() {
   if (conn == nullptr) return std::unexpected("catalog connection: " + last_error_);
   auto rows = exec_blocking(conn, kTypesSql, {});
   if (!rows) {
-    last_error_ = rows.error();
+    connect_failure_ = rows.error();
+    last_error_ = rows.error().message;
     return std::unexpected("cannot read pg_type: " + last_error_);
   }
   for (std::size_t i = 0; i < rows->size(); ++i) types_.add(type_info(*rows, i));
@@ -369,7 +367,10 @@ std::expected<std::unique_ptr<router::TableSchema>, std::string> Catalog::load(
   while (auto q = load.next()) {
     PGconn* conn = blocking_connection();
     if (conn == nullptr) return std::unexpected(last_error_);
-    if (auto taken = load.take(exec_blocking(conn, q->sql, q->params)); !taken) {
+    auto rows = exec_blocking(conn, q->sql, q->params);
+    if (auto taken = load.take(rows ? std::expected<Rows, std::string>(std::move(*rows))
+                                    : std::unexpected(std::move(rows.error().message)));
+        !taken) {
       return std::unexpected(taken.error());
     }
   }

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "pg_async.hpp"
+#include "pg_names.hpp"
 #include "walrelay/router/table_schema.hpp"
 #include "walrelay/router/type_registry.hpp"
 
@@ -77,6 +77,10 @@ class Catalog final : public router::SchemaProvider {
 
   /// The last error of a failed lookup (for logs).
   [[nodiscard]] const std::string& last_error() const { return last_error_; }
+  /// The typed error (walrelay/pg/error.hpp) behind connect()'s last failure: a failed
+  /// connection attempt (no SQLSTATE; kind from pg::classify_connection_failure) or the pg_type
+  /// query's server error.
+  [[nodiscard]] const pg::Error& connect_failure() const { return connect_failure_; }
 
  private:
   class Load;
@@ -101,6 +105,7 @@ class Catalog final : public router::SchemaProvider {
   std::unordered_map<std::string, std::unique_ptr<router::TableSchema>> tables_;
   std::vector<std::unique_ptr<router::TableSchema>> retired_;  // replaced shapes, kept alive
   std::string last_error_;
+  pg::Error connect_failure_;
 };
 
 }  // namespace walrelay

@@ -6,8 +6,8 @@
 #include <set>
 
 #include "catalog.hpp"
+#include "pg_names.hpp"
 #include "preflight.hpp"
-#include "replication/replication_stream.hpp"
 #include "source_encoding.hpp"
 #include "state_store.hpp"
 #include "table_inventory.hpp"

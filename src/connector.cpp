@@ -34,17 +34,6 @@ std::string version_string() {
 // How long the metadata request that checks Kafka before a slot is created may take.
 constexpr std::chrono::milliseconds kKafkaProbeTimeout{10000};
 
-// Connection failures that retrying cannot fix: the operator must change something.
-bool connect_error_is_fatal(const std::string& msg) {
-  for (const char* fatal :
-       {"password authentication failed", "no pg_hba.conf entry", "does not exist",
-        "permission denied", "must be superuser or replication role", "invalid connection option",
-        "source.conninfo"}) {
-    if (msg.find(fatal) != std::string::npos) return true;
-  }
-  return false;
-}
-
 constexpr std::uint64_t kSeqMask = (1ull << 48) - 1;
 constexpr std::uint64_t kEpochMask = 0x1FFF;  // 13 bits: the publisher keeps bits 62-63
 constexpr std::uint64_t kDeadLetterBit = 1ull << 61;
@@ -252,8 +241,9 @@ void Connector::start_streaming() {
       asio::post(io_, [this] { start_session(); });
       return;
     }
-    // Another instance took the slot between the check and START_REPLICATION (SQLSTATE 55006).
-    const bool in_use = started.error().find("is active for PID") != std::string::npos;
+    // Another instance took the slot between the check and START_REPLICATION ("replication slot
+    // … is active for PID …", SQLSTATE 55006 object_in_use).
+    const bool in_use = stream_->failure().is(pg::sqlstate::kObjectInUse);
     if (note_session_failure(start_lsn_, "START_REPLICATION failed: " + started.error())) return;
     after_session(in_use ? Outcome::kStandby : Outcome::kRetry,
                   "START_REPLICATION failed: " + started.error());
@@ -289,7 +279,9 @@ Connector::Outcome Connector::prepare() {
   auto sys = stream_->connect();
   if (!sys) {
     reason_ = sys.error();
-    return connect_error_is_fatal(sys.error()) ? fatal(ExitCode::kRuntimeError) : Outcome::kRetry;
+    // Credentials, pg_hba.conf, a grant, the database name or the conninfo: retrying cannot fix
+    // them (pg::needs_operator).
+    return stream_->failure().needs_operator() ? fatal(ExitCode::kRuntimeError) : Outcome::kRetry;
   }
   system_ = *sys;
   if (system_.xlogpos > server_wal_end_) server_wal_end_ = system_.xlogpos;
@@ -353,8 +345,9 @@ Connector::Outcome Connector::prepare() {
                                          "walrelay-catalog-" + cfg_.name, types_);
     if (auto connected = catalog_->connect(); !connected) {
       reason_ = connected.error();
+      const bool needs_operator = catalog_->connect_failure().needs_operator();
       catalog_.reset();
-      return connect_error_is_fatal(reason_) ? fatal(ExitCode::kRuntimeError) : Outcome::kRetry;
+      return needs_operator ? fatal(ExitCode::kRuntimeError) : Outcome::kRetry;
     }
   }
   if (!router_) {
@@ -601,8 +594,7 @@ bool Connector::note_session_failure(Lsn position, const std::string& reason) {
   spdlog::error(
       "the server failed {} times in a row with the same error at LSN {} without delivering "
       "anything (source.max_repeated_errors): SQLSTATE {}: {}. {}",
-      n, position.to_string(), sqlstate, reason,
-      RepeatedErrorGuard::advice(sqlstate, reason, position));
+      n, position.to_string(), sqlstate, reason, RepeatedErrorGuard::advice(sqlstate, position));
   if (streaming_) end_session();
   finish(ExitCode::kRepeatedServerError);
   return true;

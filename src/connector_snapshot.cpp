@@ -371,6 +371,7 @@ void Connector::run_snapshot() {
       [this](std::optional<snapshot::SnapshotFailure> failure, const std::string& reason) {
         if (stopping_) return;
         if (snapshotter_) snapshot_progress_ = snapshotter_->progress();
+        const bool lacks_select = snapshotter_ && snapshotter_->failure_lacks_select();
         snapshotter_.reset();
         exported_snapshot_.clear();
         if (!failure) {
@@ -379,7 +380,7 @@ void Connector::run_snapshot() {
         }
         switch (*failure) {
           case snapshot::SnapshotFailure::kRetry:
-            if (!snapshot_denied_logged_ && reason.find("permission denied") != std::string::npos) {
+            if (!snapshot_denied_logged_ && lacks_select) {
               // Retried with backoff until someone GRANTs SELECT (/ready says "not streaming"
               // meanwhile): the fix, once, as an error.
               snapshot_denied_logged_ = true;

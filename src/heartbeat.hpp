@@ -4,7 +4,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <string>
 
-#include "pg_async.hpp"
+#include "pg_names.hpp"
 #include "walrelay/config/config.hpp"
 
 namespace walrelay {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "walrelay/app/exit_code.hpp"
-#include "replication/replication_stream.hpp"
+#include "pg_names.hpp"
 #include "state_store.hpp"
 #include "table_inventory.hpp"
+#include "walrelay/app/exit_code.hpp"
 #include "walrelay/config/config.hpp"
 #include "walrelay/router/event_router.hpp"
 

@@ -1,11 +1,13 @@
 #include "repeated_error.hpp"
 
+#include "walrelay/pg/error.hpp"
+
 namespace walrelay {
 
 bool RepeatedErrorGuard::can_repeat(std::string_view sqlstate) {
   if (sqlstate.size() != 5) return false;  // not a server error (connection lost, ...)
   const std::string_view cls = sqlstate.substr(0, 2);
-  return cls != "08" && cls != "57" && cls != "53" && sqlstate != "55006";
+  return cls != "08" && cls != "57" && cls != "53" && sqlstate != pg::sqlstate::kObjectInUse;
 }
 
 int RepeatedErrorGuard::failed(Lsn position, std::string_view sqlstate, std::string_view message) {
@@ -25,10 +27,11 @@ int RepeatedErrorGuard::failed(Lsn position, std::string_view sqlstate, std::str
   return count_;
 }
 
-std::string RepeatedErrorGuard::advice(std::string_view sqlstate, std::string_view message,
-                                       Lsn position) {
+std::string RepeatedErrorGuard::advice(std::string_view sqlstate, Lsn position) {
   std::string out;
-  if (sqlstate == "54000" || message.find("Cannot enlarge string buffer") != std::string::npos) {
+  // enlargeStringInfo's "Cannot enlarge string buffer containing … bytes by … more bytes" is
+  // program_limit_exceeded (PostgreSQL's src/common/stringinfo.c).
+  if (sqlstate == pg::sqlstate::kProgramLimitExceeded) {
     out =
         "Likely cause: one change whose wal2json line would exceed PostgreSQL's 1 GB string "
         "limit (a huge value, or a huge value escaped six-fold, or a large bytea under REPLICA "

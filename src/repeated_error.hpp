@@ -37,7 +37,8 @@ class RepeatedErrorGuard {
 
   /// What an operator should know about a repeating failure: the likely cause and the ways on
   /// (never skipping the change by itself), for the final log line.
-  static std::string advice(std::string_view sqlstate, std::string_view message, Lsn position);
+  /// `sqlstate` 54000 program_limit_exceeded (a string over 1 GB) adds the likely cause.
+  static std::string advice(std::string_view sqlstate, Lsn position);
 
  private:
   int limit_;

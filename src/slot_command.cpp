@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <map>
 
-#include "replication/replication_stream.hpp"
+#include "pg_names.hpp"
 #include "state_store.hpp"
 #include "walrelay/core/json.hpp"
 

@@ -6,9 +6,9 @@
 #include <boost/asio/io_context.hpp>
 
 #include "catalog.hpp"
-#include "client_encoding.hpp"
 #include "snapshot/table_query.hpp"
 #include "table_inventory.hpp"
+#include "walrelay/pg/client_encoding.hpp"
 #include "walrelay/router/event_router.hpp"
 
 namespace walrelay {
@@ -50,7 +50,7 @@ std::expected<std::vector<std::string>, std::string> refused_snapshot_tables(
       PQfinish(conn);
       return std::unexpected("cannot connect to PostgreSQL: " + m);
     }
-    if (auto encoded = use_walrelay_client_encoding(conn); !encoded) {
+    if (auto encoded = pg::use_walrelay_client_encoding(conn); !encoded) {
       PQfinish(conn);
       return std::unexpected(encoded.error());
     }

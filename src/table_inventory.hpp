@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "replication/replication_stream.hpp"
+#include "pg_names.hpp"
 #include "walrelay/config/config.hpp"
 
 namespace walrelay {

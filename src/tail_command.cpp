@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "catalog.hpp"
-#include "replication/replication_stream.hpp"
+#include "pg_names.hpp"
 #include "source_encoding.hpp"
 #include "walrelay/core/json.hpp"
 #include "walrelay/decoder/plugin_options.hpp"

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 
-#include "replication/replication_stream.hpp"
+#include "pg_names.hpp"
 
 namespace walrelay::snapshot {
 

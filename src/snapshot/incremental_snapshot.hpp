@@ -14,7 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "pg_async.hpp"
+#include "pg_names.hpp"
 #include "snapshot/snapshot_figures.hpp"
 #include "snapshot/snapshot_progress.hpp"
 #include "snapshot/table_query.hpp"

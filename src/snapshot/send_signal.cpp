@@ -2,8 +2,8 @@
 
 #include <libpq-fe.h>
 
-#include "client_encoding.hpp"
-#include "replication/pg_notices.hpp"
+#include "pg_names.hpp"
+#include "walrelay/pg/client_encoding.hpp"
 
 namespace walrelay::snapshot {
 
@@ -26,7 +26,7 @@ std::expected<std::string, std::string> send_signal(const std::string& conninfo,
   }
   // Table names are UTF-8: the server converts them to the database's encoding, where the stream
   // reads them back.
-  if (auto encoded = use_walrelay_client_encoding(conn); !encoded) {
+  if (auto encoded = pg::use_walrelay_client_encoding(conn); !encoded) {
     PQfinish(conn);
     return std::unexpected(encoded.error());
   }

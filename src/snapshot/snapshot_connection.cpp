@@ -2,9 +2,8 @@
 
 #include <boost/asio/post.hpp>
 
-#include "client_encoding.hpp"
-#include "replication/pg_notices.hpp"
-#include "replication/replication_stream.hpp"
+#include "pg_names.hpp"
+#include "walrelay/pg/client_encoding.hpp"
 
 namespace walrelay::snapshot {
 
@@ -51,7 +50,7 @@ std::expected<void, std::string> SnapshotConnection::connect(std::string_view ex
   }
   // Row texts in UTF-8 (the server converts), or as stored in an SQL_ASCII database (checked by
   // build_row_change).
-  if (auto encoded = use_walrelay_client_encoding(conn_); !encoded) {
+  if (auto encoded = pg::use_walrelay_client_encoding(conn_); !encoded) {
     return std::unexpected("snapshot connection: " + encoded.error());
   }
   if (PQsetnonblocking(conn_, 1) != 0)

@@ -6,7 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <charconv>
 
-#include "replication/replication_stream.hpp"
+#include "pg_names.hpp"
 #include "walrelay/core/json.hpp"
 
 namespace walrelay::snapshot {
@@ -93,11 +93,19 @@ void Snapshotter::stop() {
   }
 }
 
-void Snapshotter::fail(SnapshotFailure kind, const std::string& reason) {
+void Snapshotter::fail(SnapshotFailure kind, const std::string& reason, bool lacks_select) {
   if (stopped_) return;
+  failure_lacks_select_ = lacks_select;
   stop();
   // Deferred: the caller may destroy this object from the callback.
   asio::post(executor_, [done = done_, kind, reason] { done(kind, reason); });
+}
+
+void Snapshotter::fail_read(const Worker& w, const std::string& table, const std::string& message) {
+  const std::string& sqlstate = w.conn->last_sqlstate();
+  const std::string hint = row_security_hint(sqlstate, message);
+  fail(SnapshotFailure::kRetry, "snapshot of " + table + " failed: " + message + hint,
+       sqlstate == pg::sqlstate::kInsufficientPrivilege && hint.empty());
 }
 
 void Snapshotter::start() {
@@ -268,9 +276,7 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
         save_progress(/*now=*/true);
         return false;
       }
-      fail(SnapshotFailure::kRetry, "snapshot of " + p.schema + "." + p.table +
-                                        " failed: " + r.error() +
-                                        row_security_hint(w.conn->last_sqlstate(), r.error()));
+      fail_read(w, p.schema + "." + p.table, r.error());
       return false;
     }
     w.cursor = true;
@@ -426,9 +432,7 @@ void Snapshotter::on_chunk(Worker& w, std::expected<ResultPtr, std::string> resu
                                           result.error() + "); fix the value in the database");
       return;
     }
-    fail(SnapshotFailure::kRetry, "snapshot of " + p.schema + "." + p.table +
-                                      " failed: " + result.error() +
-                                      row_security_hint(w.conn->last_sqlstate(), result.error()));
+    fail_read(w, p.schema + "." + p.table, result.error());
     return;
   }
   // A chunk with rows: the previous chunk's last row, held back in case it was the table's last,

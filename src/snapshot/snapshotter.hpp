@@ -106,6 +106,10 @@ class Snapshotter {
   void stop_reading() { reading_stopped_ = true; }
 
   [[nodiscard]] const SnapshotProgress& progress() const { return progress_; }
+  /// True when the kRetry failure `done` reports is a table walrelay's role may not SELECT: the
+  /// read failed with 42501 insufficient_privilege (PostgreSQL docs Appendix A), and not because
+  /// of a row-level security policy (row_security_hint, table_query.hpp). Valid in `done`.
+  [[nodiscard]] bool failure_lacks_select() const { return failure_lacks_select_; }
   /// Rows done per table (acknowledged by Kafka), pg_class.reltuples estimates, rows/s of the last
   /// progress interval: the progress line's figures, for /metrics.
   [[nodiscard]] SnapshotFigures figures() const;
@@ -159,7 +163,10 @@ class Snapshotter {
     std::optional<std::expected<ResultPtr, std::string>> prefetched;
   };
 
-  void fail(SnapshotFailure kind, const std::string& reason);
+  /// `lacks_select`: see failure_lacks_select().
+  void fail(SnapshotFailure kind, const std::string& reason, bool lacks_select = false);
+  /// Fails (kRetry) a read of `table` that the server refused with `message`.
+  void fail_read(const Worker& w, const std::string& table, const std::string& message);
   bool open_worker(Worker& w);
   /// Opens a read transaction on the worker's connection (on the exported snapshot, if any).
   bool begin_read(Worker& w);
@@ -213,6 +220,7 @@ class Snapshotter {
   SnapshotProgressStore& store_;
   SnapshotProgress progress_;
   std::string exported_;
+  bool failure_lacks_select_ = false;
   /// now() of the first read on the exported snapshot (Unix epoch µs; 0 until read): the time of
   /// every row read on it, as Debezium's CURRENT_TIMESTAMP of its snapshot transaction.
   std::chrono::microseconds snapshot_time_{0};

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "replication/replication_stream.hpp"
+#include "pg_names.hpp"
 #include "walrelay/core/json.hpp"
 #include "walrelay/decoder/utf8.hpp"
 

@@ -1,4 +1,5 @@
-// libFuzzer target: the streaming-replication wire format (src/replication/wire.hpp) and LSN text.
+// libFuzzer target: the streaming-replication wire format (pg/include/walrelay/pg/wire.hpp) and LSN
+// text.
 //
 // Bytes from the network go through parse_xlogdata and parse_keepalive; whatever parses is checked
 // against an independent big-endian reading of the input, and its LSNs/clock are round-tripped
@@ -16,13 +17,13 @@
 #include <string>
 #include <string_view>
 
-#include "replication/wire.hpp"
 #include "walrelay/core/lsn.hpp"
+#include "walrelay/pg/wire.hpp"
 
 namespace {
 
 using walrelay::Lsn;
-namespace rep = walrelay::replication;
+namespace rep = walrelay::pg;
 
 #define FUZZ_CHECK(cond)                                                            \
   do {                                                                              \

@@ -2,11 +2,11 @@
 
 #include <array>
 
-#include "replication/wire.hpp"
 #include "walrelay/core/lsn.hpp"
+#include "walrelay/pg/wire.hpp"
 
 using walrelay::Lsn;
-namespace rep = walrelay::replication;
+namespace rep = walrelay::pg;
 
 TEST(Lsn, ParsesAndPrintsPostgresForm) {
   auto lsn = Lsn::parse("16/B374D848");

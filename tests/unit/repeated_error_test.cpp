@@ -38,7 +38,7 @@ TEST(RepeatedErrorGuard, ProgressAnotherPositionOrAnotherErrorStartsOver) {
 }
 
 TEST(RepeatedErrorGuard, AdviceNamesTheCauseAndNeverSkipping) {
-  const std::string a = RepeatedErrorGuard::advice("54000", kOom, kAt);
+  const std::string a = RepeatedErrorGuard::advice("54000", kAt);
   EXPECT_NE(a.find("1 GB"), std::string::npos) << a;
   EXPECT_NE(a.find("never skips"), std::string::npos) << a;
   EXPECT_NE(a.find("pg_replication_slot_advance"), std::string::npos) << a;

@@ -1,8 +1,8 @@
-#include "client_encoding.hpp"
+#include "walrelay/pg/client_encoding.hpp"
 
 #include <string_view>
 
-namespace walrelay {
+namespace walrelay::pg {
 
 namespace {
 
@@ -36,4 +36,4 @@ std::expected<void, std::string> use_walrelay_client_encoding(PGconn* conn) {
   return {};
 }
 
-}  // namespace walrelay
+}  // namespace walrelay::pg

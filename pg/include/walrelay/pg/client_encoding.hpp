@@ -5,7 +5,7 @@
 #include <expected>
 #include <string>
 
-namespace walrelay {
+namespace walrelay::pg {
 
 /// Sets the client_encoding of an open, idle, blocking connection so that the text walrelay
 /// reads from it (catalog names, snapshot rows, query results) is in the same encoding as the
@@ -24,4 +24,4 @@ std::expected<void, std::string> use_walrelay_client_encoding(PGconn* conn);
 /// to send first, or an empty string when the connection already uses the encoding wanted.
 std::string walrelay_client_encoding_sql(PGconn* conn);
 
-}  // namespace walrelay
+}  // namespace walrelay::pg

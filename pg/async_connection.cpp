@@ -1,45 +1,46 @@
-#include "pg_async.hpp"
+#include "walrelay/pg/async_connection.hpp"
 
 #include <boost/asio/post.hpp>
 
-#include "client_encoding.hpp"
-#include "replication/pg_notices.hpp"
+#include "walrelay/pg/client_encoding.hpp"
+#include "walrelay/pg/notices.hpp"
 
-namespace walrelay {
+namespace walrelay::pg {
 
 namespace asio = boost::asio;
 
 namespace {
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 std::string error_of(PGconn* conn) {
-  return conn != nullptr ? trim(PQerrorMessage(conn)) : std::string("out of memory");
+  return conn != nullptr ? trim_message(PQerrorMessage(conn)) : std::string("out of memory");
 }
 
 }  // namespace
 
-AsyncPgConnection::AsyncPgConnection(asio::any_io_executor executor, std::string conninfo,
-                                     std::string application_name,
-                                     std::chrono::milliseconds connect_timeout)
+Error AsyncConnection::connection_error() const {
+  // While connecting the attempt failed (its kind from libpq's flags and message); afterwards an
+  // established connection broke: a transient failure of the running query.
+  return connecting_ ? error_from_connection(conn_, conninfo_) : client_error(error_of(conn_));
+}
+
+AsyncConnection::AsyncConnection(asio::any_io_executor executor, std::string conninfo,
+                                 std::string application_name,
+                                 std::chrono::milliseconds connect_timeout)
     : executor_(std::move(executor)),
       conninfo_(std::move(conninfo)),
-      application_name_(replication::fit_application_name(std::move(application_name))),
+      application_name_(fit_application_name(std::move(application_name))),
       connect_timeout_(connect_timeout),
       connect_timer_(executor_) {}
 
-AsyncPgConnection::~AsyncPgConnection() {
+AsyncConnection::~AsyncConnection() {
   close();
 }
 
-bool AsyncPgConnection::busy() const {
+bool AsyncConnection::busy() const {
   return connecting_ || running_ || !queue_.empty();
 }
 
-void AsyncPgConnection::drop_connection() {
+void AsyncConnection::drop_connection() {
   ++generation_;
   connect_timer_.cancel();
   if (socket_) {
@@ -56,12 +57,12 @@ void AsyncPgConnection::drop_connection() {
   running_ = false;
 }
 
-void AsyncPgConnection::close() {
+void AsyncConnection::close() {
   drop_connection();
   queue_.clear();
 }
 
-void AsyncPgConnection::query(std::string sql, std::vector<std::string> params, Done done) {
+void AsyncConnection::query(std::string sql, std::vector<std::string> params, Done done) {
   Pending p{std::move(sql), {}, {}, !params.empty(), std::move(done)};
   p.params.reserve(params.size());
   for (auto& v : params) p.params.emplace_back(std::move(v));
@@ -69,15 +70,14 @@ void AsyncPgConnection::query(std::string sql, std::vector<std::string> params, 
   pump();
 }
 
-void AsyncPgConnection::query_params(std::string sql,
-                                     std::vector<std::optional<std::string>> params,
-                                     std::vector<unsigned int> types, Done done) {
+void AsyncConnection::query_params(std::string sql, std::vector<std::optional<std::string>> params,
+                                   std::vector<unsigned int> types, Done done) {
   queue_.push_back(
       Pending{std::move(sql), std::move(params), std::move(types), true, std::move(done)});
   pump();
 }
 
-void AsyncPgConnection::pump() {
+void AsyncConnection::pump() {
   if (connecting_ || running_ || queue_.empty()) return;
   if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
     start_connect();
@@ -86,7 +86,7 @@ void AsyncPgConnection::pump() {
   send_front();
 }
 
-void AsyncPgConnection::fail(const std::string& error) {
+void AsyncConnection::fail(Error error) {
   // While connecting every queued query fails (none can run); otherwise the running one.
   std::deque<Pending> failed;
   if (connecting_) {
@@ -100,8 +100,8 @@ void AsyncPgConnection::fail(const std::string& error) {
     asio::post(executor_,
                [this, alive = std::weak_ptr<int>(alive_), done = std::move(p.done), error] {
                  if (alive.expired()) return;
-                 last_sqlstate_.clear();
-                 done(std::unexpected(error));
+                 last_error_ = error;
+                 done(std::unexpected(error.message));
                });
   }
   // The rest connects again, after the callbacks above (they may close or queue more).
@@ -110,7 +110,7 @@ void AsyncPgConnection::fail(const std::string& error) {
   });
 }
 
-void AsyncPgConnection::start_connect() {
+void AsyncConnection::start_connect() {
   drop_connection();
   const char* keywords[] = {"dbname", "application_name", "options", nullptr};
   const char* values[] = {conninfo_.c_str(), application_name_.c_str(), options_.c_str(), nullptr};
@@ -118,22 +118,22 @@ void AsyncPgConnection::start_connect() {
   conn_ = PQconnectStartParams(keywords, values, /*expand_dbname=*/1);
   connecting_ = true;
   if (conn_ == nullptr || PQstatus(conn_) == CONNECTION_BAD) {
-    fail(error_of(conn_));
+    fail(connection_error());
     return;
   }
-  replication::route_notices_to_log(conn_);
+  route_notices_to_log(conn_);
   // libpq's connect_timeout is not applied to PQconnectPoll: the caller bounds the attempt.
   connect_timer_.expires_after(connect_timeout_);
   connect_timer_.async_wait([this, alive = std::weak_ptr<int>(alive_),
                              gen = generation_](const boost::system::error_code& ec) {
     if (ec || alive.expired() || gen != generation_ || !connecting_) return;
-    fail("timeout expired while connecting");
+    fail(client_error("timeout expired while connecting"));
   });
   // Before the first PQconnectPoll, behave as if it had returned PGRES_POLLING_WRITING.
   poll_connect(PGRES_POLLING_WRITING);
 }
 
-void AsyncPgConnection::poll_connect(PostgresPollingStatusType last) {
+void AsyncConnection::poll_connect(PostgresPollingStatusType last) {
   switch (last) {
     case PGRES_POLLING_READING:
     case PGRES_POLLING_WRITING:
@@ -156,7 +156,8 @@ void AsyncPgConnection::poll_connect(PostgresPollingStatusType last) {
         queue_.push_front(Pending{std::move(set), {}, {}, false, [this](const Result& r) {
                                     if (!r) {
                                       connecting_ = true;  // fail every queued query
-                                      fail("cannot set client_encoding: " + r.error());
+                                      fail(
+                                          client_error("cannot set client_encoding: " + r.error()));
                                     }
                                   }});
       }
@@ -164,15 +165,15 @@ void AsyncPgConnection::poll_connect(PostgresPollingStatusType last) {
       return;
     }
     default:
-      fail(error_of(conn_));
+      fail(connection_error());
       return;
   }
 }
 
-void AsyncPgConnection::wait(bool for_write, std::function<void()> then) {
+void AsyncConnection::wait(bool for_write, std::function<void()> then) {
   const int fd = PQsocket(conn_);
   if (fd < 0) {
-    fail(error_of(conn_));
+    fail(connection_error());
     return;
   }
   if (!socket_ || socket_->native_handle() != fd) {
@@ -189,18 +190,19 @@ void AsyncPgConnection::wait(bool for_write, std::function<void()> then) {
                        then = std::move(then)](const boost::system::error_code& ec) {
                         if (alive.expired() || gen != generation_) return;
                         if (ec) {
-                          if (ec != asio::error::operation_aborted) fail(ec.message());
+                          if (ec != asio::error::operation_aborted) {
+                            fail(client_error(ec.message()));
+                          }
                           return;
                         }
                         then();
                       });
 }
 
-void AsyncPgConnection::send_front() {
+void AsyncConnection::send_front() {
   const Pending& p = queue_.front();
   rows_.clear();
-  error_.clear();
-  sqlstate_.clear();
+  error_.reset();
   int sent = 0;
   if (!p.extended) {
     sent = PQsendQuery(conn_, p.sql.c_str());
@@ -216,16 +218,16 @@ void AsyncPgConnection::send_front() {
   }
   running_ = true;
   if (sent == 0) {
-    fail(error_of(conn_));
+    fail(connection_error());
     return;
   }
   flush_then_read();
 }
 
-void AsyncPgConnection::flush_then_read() {
+void AsyncConnection::flush_then_read() {
   const int r = PQflush(conn_);
   if (r == -1) {
-    fail(error_of(conn_));
+    fail(connection_error());
     return;
   }
   if (r == 1) {  // the socket's buffer is full: wait until it takes more
@@ -235,9 +237,9 @@ void AsyncPgConnection::flush_then_read() {
   wait(false, [this] { read_result(); });
 }
 
-void AsyncPgConnection::read_result() {
+void AsyncConnection::read_result() {
   if (PQconsumeInput(conn_) == 0) {
-    fail(error_of(conn_));
+    fail(connection_error());
     return;
   }
   // PQgetResult blocks while the next result has not arrived (libpq docs §34.4): take results
@@ -264,35 +266,31 @@ void AsyncPgConnection::read_result() {
                             : std::optional<std::string>(PQgetvalue(res, i, c)));
         }
       }
-    } else if (error_.empty()) {
-      error_ = trim(PQresultErrorMessage(res));
-      if (error_.empty()) error_ = PQresStatus(st);
-      const char* state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-      sqlstate_ = state != nullptr ? state : "";
+    } else if (!error_) {
+      error_ = error_from_result(res, nullptr);  // an empty message: the status name
     }
     PQclear(res);
   }
   Rows rows = std::move(rows_);
-  std::string error = std::move(error_);
-  std::string sqlstate = std::move(sqlstate_);
+  Error error = error_ ? std::move(*error_) : Error{};
+  const bool failed = error_.has_value();
   rows_.clear();
-  error_.clear();
-  sqlstate_.clear();
+  error_.reset();
   Pending done = std::move(queue_.front());
   queue_.pop_front();
   running_ = false;
-  Result result = error.empty() ? Result(std::move(rows)) : std::unexpected(std::move(error));
+  Result result = failed ? Result(std::unexpected(error.message)) : Result(std::move(rows));
   asio::post(executor_, [this, alive = std::weak_ptr<int>(alive_), done = std::move(done.done),
-                         result = std::move(result), sqlstate = std::move(sqlstate)]() mutable {
+                         result = std::move(result), error = std::move(error)]() mutable {
     if (alive.expired()) return;
-    last_sqlstate_ = std::move(sqlstate);
+    last_error_ = std::move(error);
     done(std::move(result));
   });
   if (PQstatus(conn_) != CONNECTION_OK) {
-    fail(error_of(conn_));  // nothing runs now: only closes; the next query connects again
+    fail(connection_error());  // nothing runs now: only closes; the next query connects again
     return;
   }
   pump();
 }
 
-}  // namespace walrelay
+}  // namespace walrelay::pg

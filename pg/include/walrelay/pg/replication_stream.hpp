@@ -13,10 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "replication/wire.hpp"
 #include "walrelay/core/lsn.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/wire.hpp"
 
-namespace walrelay::replication {
+namespace walrelay::pg {
 
 /// Result of IDENTIFY_SYSTEM (PostgreSQL docs §55.4, "IDENTIFY_SYSTEM").
 struct SystemInfo {
@@ -61,8 +62,8 @@ class ReplicationStream {
   /// `conninfo` is the user's libpq conninfo or URI; `application_name` is shown in
   /// pg_stat_replication. The session's output-affecting settings are pinned in the startup
   /// `options` (DateStyle ISO, TimeZone UTC, IntervalStyle iso_8601, extra_float_digits 3,
-  /// bytea_output hex, lc_monetary C): wal2json prints values with them
-  /// (shared/cases/README.md item 7).
+  /// bytea_output hex, lc_monetary C): wal2json prints values with them (their meaning:
+  /// PostgreSQL docs §20.11 "Client Connection Defaults").
   ReplicationStream(boost::asio::any_io_executor executor, std::string conninfo,
                     std::string application_name);
   ~ReplicationStream();
@@ -113,10 +114,18 @@ class ReplicationStream {
   /// Releases the socket from the executor and closes the connection (PQfinish). Idempotent.
   void close();
 
+  /// libpq's current message on the connection (PQerrorMessage), "not connected" without one.
   [[nodiscard]] std::string last_error() const;
-  /// The SQLSTATE of the server error that ended the stream or failed START_REPLICATION (empty
-  /// when the end was not a server error, e.g. a lost connection).
-  [[nodiscard]] const std::string& last_sqlstate() const { return last_sqlstate_; }
+  /// The typed error (error.hpp) behind the last failure: of connect() (a failed attempt has no
+  /// SQLSTATE, its kind from classify_connection_failure; a conninfo libpq cannot parse is
+  /// kConfiguration), of a query, find_slot or create_slot, of start() (e.g. 55006 object_in_use:
+  /// the slot is active for another PID), or of the stream's end (the server's error, or a lost
+  /// connection: kTransient without SQLSTATE). Its message is libpq's text without the prefixes
+  /// the returned strings add. Reset by connect() and start().
+  [[nodiscard]] const Error& failure() const { return failure_; }
+  /// failure()'s SQLSTATE: of the server error that ended the stream or failed START_REPLICATION
+  /// (empty when the end was not a server error, e.g. a lost connection).
+  [[nodiscard]] const std::string& last_sqlstate() const { return failure_.sqlstate; }
 
  private:
   void arm_read();
@@ -138,7 +147,7 @@ class ReplicationStream {
   // Handlers queued on the executor hold a weak_ptr to this: they do nothing once the stream
   // is destroyed (a session's stream is replaced on reconnect).
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
-  std::string last_sqlstate_;
+  Error failure_;
 };
 
 /// The startup `options` for a connection whose value texts must equal wal2json's: the user's own
@@ -153,4 +162,4 @@ std::string quote_ident(const std::string& name);
 /// standard_conforming_strings on, the default since PostgreSQL 9.1).
 std::string quote_literal(const std::string& value);
 
-}  // namespace walrelay::replication
+}  // namespace walrelay::pg

@@ -7,7 +7,7 @@
 
 #include "walrelay/core/lsn.hpp"
 
-namespace walrelay::replication {
+namespace walrelay::pg {
 
 /// Microseconds since 2000-01-01 00:00:00 UTC: the clock the replication protocol uses
 /// (PostgreSQL docs §55.4 "Streaming Replication Protocol", "the server's system clock at the
@@ -52,4 +52,4 @@ inline constexpr std::size_t kStatusUpdateSize = 34;
 void encode_status_update(Lsn write, Lsn flush, Lsn apply, PgEpochMicros now, bool reply_requested,
                           std::span<char, kStatusUpdateSize> out);
 
-}  // namespace walrelay::replication
+}  // namespace walrelay::pg

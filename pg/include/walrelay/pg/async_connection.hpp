@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
-namespace walrelay {
+#include "walrelay/pg/error.hpp"
+
+namespace walrelay::pg {
 
 /// One ordinary (non-replication) libpq connection driven without blocking on an Asio executor:
 /// connecting with PQconnectStartParams/PQconnectPoll and queries with PQsendQuery(Params), the
@@ -28,7 +30,7 @@ namespace walrelay {
 /// connection connects first (`connect_timeout` bounds the attempt). The session's client_encoding
 /// is walrelay's (client_encoding.hpp) before the first query runs. Server notices go to the log.
 /// Not thread-safe: every call on the executor's thread.
-class AsyncPgConnection {
+class AsyncConnection {
  public:
   using Row = std::vector<std::optional<std::string>>;  ///< text cells, nullopt for SQL NULL
   using Rows = std::vector<Row>;
@@ -39,13 +41,13 @@ class AsyncPgConnection {
 
   /// `conninfo` is the user's libpq conninfo or URI; `application_name` is shown in
   /// pg_stat_activity (cut to 63 bytes).
-  AsyncPgConnection(boost::asio::any_io_executor executor, std::string conninfo,
-                    std::string application_name,
-                    std::chrono::milliseconds connect_timeout = std::chrono::seconds(10));
+  AsyncConnection(boost::asio::any_io_executor executor, std::string conninfo,
+                  std::string application_name,
+                  std::chrono::milliseconds connect_timeout = std::chrono::seconds(10));
   /// Closes the connection; queued callbacks are never called.
-  ~AsyncPgConnection();
-  AsyncPgConnection(const AsyncPgConnection&) = delete;
-  AsyncPgConnection& operator=(const AsyncPgConnection&) = delete;
+  ~AsyncConnection();
+  AsyncConnection(const AsyncConnection&) = delete;
+  AsyncConnection& operator=(const AsyncConnection&) = delete;
 
   /// Queues `sql`. Without `params` it is sent as a simple query (several statements allowed,
   /// the last one's rows returned); with them as one extended-protocol statement with text
@@ -62,10 +64,14 @@ class AsyncPgConnection {
   /// connections made from now on; empty for none.
   void set_startup_options(std::string options) { options_ = std::move(options); }
 
-  /// The SQLSTATE (PostgreSQL docs Appendix A) of the error a query's `done` was just called
-  /// with, e.g. 42P01 undefined_table; empty for a success or a connection failure. Valid inside
-  /// `done`.
-  [[nodiscard]] const std::string& last_sqlstate() const { return last_sqlstate_; }
+  /// The error a query's `done` was just called with, typed (error.hpp): its SQLSTATE (e.g.
+  /// 42P01 undefined_table), fields and kind; a connection failure has no SQLSTATE and its kind
+  /// from classify_connection_failure. Default (no SQLSTATE, kTransient) after a success. Valid
+  /// inside `done`.
+  [[nodiscard]] const Error& last_error() const { return last_error_; }
+  /// last_error()'s SQLSTATE (PostgreSQL docs Appendix A); empty for a success or a connection
+  /// failure. Valid inside `done`.
+  [[nodiscard]] const std::string& last_sqlstate() const { return last_error_.sqlstate; }
 
   /// True while connecting or while a query is queued or running.
   [[nodiscard]] bool busy() const;
@@ -92,7 +98,10 @@ class AsyncPgConnection {
   void wait(bool for_write, std::function<void()> then);
   /// The connection failed: closes it and fails the running query (or every queued one while
   /// connecting) with `error`.
-  void fail(const std::string& error);
+  void fail(Error error);
+  /// The failure libpq reports on conn_: a failed attempt while connecting, else a broken
+  /// connection.
+  [[nodiscard]] Error connection_error() const;
   void drop_connection();
 
   boost::asio::any_io_executor executor_;
@@ -103,15 +112,14 @@ class AsyncPgConnection {
   std::unique_ptr<boost::asio::posix::stream_descriptor> socket_;
   boost::asio::steady_timer connect_timer_;
   std::deque<Pending> queue_;
-  Rows rows_;                  // the running query's last result so far
-  std::string error_;          // and its first error
-  std::string sqlstate_;       // its first error's SQLSTATE
-  std::string last_sqlstate_;  // of the error `done` is called with
-  std::string options_;        // startup options
+  Rows rows_;                   // the running query's last result so far
+  std::optional<Error> error_;  // and its first error
+  Error last_error_;            // the error `done` is called with
+  std::string options_;         // startup options
   bool connecting_ = false;
   bool running_ = false;          // the queue's front has been sent
   std::uint64_t generation_ = 0;  // bumped when the connection closes: stale waits do nothing
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
-}  // namespace walrelay
+}  // namespace walrelay::pg

@@ -1,10 +1,10 @@
-#include "replication/pg_notices.hpp"
+#include "walrelay/pg/notices.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <string_view>
 
-namespace walrelay::replication {
+namespace walrelay::pg {
 
 std::string fit_application_name(std::string name) {
   if (name.size() <= 63) return name;
@@ -26,4 +26,4 @@ void route_notices_to_log(PGconn* conn) {
       nullptr);
 }
 
-}  // namespace walrelay::replication
+}  // namespace walrelay::pg

@@ -1,19 +1,20 @@
-#include "replication/replication_stream.hpp"
+#include "walrelay/pg/replication_stream.hpp"
 
 #include <boost/asio/post.hpp>
 #include <chrono>
 
-#include "client_encoding.hpp"
-#include "replication/pg_notices.hpp"
+#include "walrelay/pg/client_encoding.hpp"
+#include "walrelay/pg/notices.hpp"
 
-namespace walrelay::replication {
+namespace walrelay::pg {
 
 namespace asio = boost::asio;
 
 namespace {
 
 // wal2json prints values with the walsender session's settings: pin the ones that change the text
-// (shared/cases/README.md item 7). A user's own `options` come first, so these win.
+// (PostgreSQL docs §20.11 "Client Connection Defaults"). A user's own `options` come first, so
+// these win.
 constexpr const char* kPinnedOptions =
     "-c DateStyle=ISO -c TimeZone=UTC -c IntervalStyle=iso_8601 -c extra_float_digits=3 "
     "-c bytea_output=hex -c lc_monetary=C";
@@ -34,11 +35,6 @@ std::string redact_quoted(const std::string& message) {
   }
   out.append(message, i, std::string::npos);
   return out;
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
 }
 
 PgEpochMicros now_pg() {
@@ -83,7 +79,7 @@ ReplicationStream::~ReplicationStream() {
 }
 
 std::string ReplicationStream::last_error() const {
-  return conn_ != nullptr ? trim(PQerrorMessage(conn_)) : std::string("not connected");
+  return conn_ != nullptr ? trim_message(PQerrorMessage(conn_)) : std::string("not connected");
 }
 
 std::expected<std::string, std::string> pinned_startup_options(const std::string& conninfo) {
@@ -98,7 +94,7 @@ std::expected<std::string, std::string> pinned_startup_options(const std::string
   } else {
     // libpq quotes the offending token, which may be (part of) a password: keep the message's
     // shape but never its quoted text.
-    std::string reason = parse_err != nullptr ? redact_quoted(trim(parse_err)) : "invalid";
+    std::string reason = parse_err != nullptr ? redact_quoted(trim_message(parse_err)) : "invalid";
     if (parse_err != nullptr) PQfreemem(parse_err);
     return std::unexpected(
         "source.conninfo: libpq cannot parse it: " + reason +
@@ -110,8 +106,12 @@ std::expected<std::string, std::string> pinned_startup_options(const std::string
 }
 
 std::expected<SystemInfo, std::string> ReplicationStream::connect() {
+  failure_ = {};
   auto pinned = pinned_startup_options(conninfo_);
-  if (!pinned) return std::unexpected(pinned.error());
+  if (!pinned) {
+    failure_ = client_error(pinned.error(), ErrorKind::kConfiguration);
+    return std::unexpected(pinned.error());
+  }
   const std::string& options = *pinned;
 
   const char* keywords[] = {"dbname", "replication", "options", "application_name", nullptr};
@@ -119,12 +119,15 @@ std::expected<SystemInfo, std::string> ReplicationStream::connect() {
                           nullptr};
   conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   route_notices_to_log(conn_);
-  if (conn_ == nullptr) return std::unexpected("out of memory creating the PostgreSQL connection");
+  if (conn_ == nullptr) {
+    failure_ = client_error("out of memory creating the PostgreSQL connection");
+    return std::unexpected(failure_.message);
+  }
   if (PQstatus(conn_) != CONNECTION_OK) {
-    auto msg = last_error();
+    failure_ = error_from_connection(conn_, conninfo_);
     PQfinish(conn_);
     conn_ = nullptr;
-    return std::unexpected("cannot connect to PostgreSQL: " + msg);
+    return std::unexpected("cannot connect to PostgreSQL: " + failure_.message);
   }
   PQsetNoticeProcessor(conn_, &notice_to_log, nullptr);
   // SQL results on this connection (catalog names) in walrelay's encoding; the stream itself is
@@ -132,13 +135,15 @@ std::expected<SystemInfo, std::string> ReplicationStream::connect() {
   if (auto encoded = use_walrelay_client_encoding(conn_); !encoded) {
     PQfinish(conn_);
     conn_ = nullptr;
+    failure_ = client_error(encoded.error());
     return std::unexpected(encoded.error());
   }
 
   auto rows = query("IDENTIFY_SYSTEM");
   if (!rows) return std::unexpected("IDENTIFY_SYSTEM failed: " + rows.error());
   if (rows->size() != 1 || (*rows)[0].size() < 4) {
-    return std::unexpected("IDENTIFY_SYSTEM returned an unexpected result");
+    failure_ = client_error("IDENTIFY_SYSTEM returned an unexpected result");
+    return std::unexpected(failure_.message);
   }
   const auto& r = (*rows)[0];
   SystemInfo info;
@@ -152,14 +157,16 @@ std::expected<SystemInfo, std::string> ReplicationStream::connect() {
 
 std::expected<std::vector<ReplicationStream::Row>, std::string> ReplicationStream::query(
     const std::string& sql) {
-  if (conn_ == nullptr) return std::unexpected("not connected");
+  if (conn_ == nullptr) {
+    failure_ = client_error("not connected");
+    return std::unexpected(failure_.message);
+  }
   PGresult* res = PQexec(conn_, sql.c_str());
   const auto status = PQresultStatus(res);
   if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
-    std::string msg = trim(PQresultErrorMessage(res));
-    if (msg.empty()) msg = last_error();
+    failure_ = error_from_result(res, conn_);  // an empty message: the connection's
     PQclear(res);
-    return std::unexpected(msg);
+    return std::unexpected(failure_.message);
   }
   std::vector<Row> rows;
   const int n = PQntuples(res);
@@ -232,12 +239,11 @@ std::expected<void, std::string> ReplicationStream::start(
     cmd += ")";
   }
   PGresult* res = PQexec(conn_, cmd.c_str());
-  last_sqlstate_.clear();
+  failure_ = {};
   if (PQresultStatus(res) != PGRES_COPY_BOTH) {
-    std::string msg = trim(PQresultErrorMessage(res));
-    if (const char* st = PQresultErrorField(res, PG_DIAG_SQLSTATE)) last_sqlstate_ = st;
+    failure_ = error_from_result(res, conn_);  // e.g. 55006: the slot is active for another PID
     PQclear(res);
-    return std::unexpected(msg.empty() ? last_error() : msg);
+    return std::unexpected(failure_.message);
   }
   PQclear(res);
   if (PQsetnonblocking(conn_, 1) != 0)
@@ -319,9 +325,11 @@ void ReplicationStream::drain() {
       // The server ended the COPY: collect the final result for its reason.
       std::string reason = "server ended replication";
       while (PGresult* res = PQgetResult(conn_)) {
-        const std::string msg = trim(PQresultErrorMessage(res));
+        const std::string msg = trim_message(PQresultErrorMessage(res));
         if (!msg.empty()) reason = msg;
-        if (const char* st = PQresultErrorField(res, PG_DIAG_SQLSTATE)) last_sqlstate_ = st;
+        if (PQresultErrorField(res, PG_DIAG_SQLSTATE) != nullptr) {
+          failure_ = error_from_result(res, conn_);
+        }
         PQclear(res);
       }
       end(StreamEnd::kServerEnded, reason);
@@ -376,6 +384,7 @@ bool ReplicationStream::send_status_blocking(Lsn write, Lsn flush, Lsn apply) {
 
 void ReplicationStream::end(StreamEnd how, std::string reason) {
   if (ended_) return;
+  if (how == StreamEnd::kError) failure_ = client_error(reason);  // lost, or a protocol error
   ended_ = true;
   streaming_ = false;
   if (handlers_.on_end) {
@@ -405,11 +414,11 @@ namespace {
 void notice_to_log(void* /*arg*/, const char* message);
 }
 
-}  // namespace walrelay::replication
+}  // namespace walrelay::pg
 
 #include <spdlog/spdlog.h>
 
-namespace walrelay::replication {
+namespace walrelay::pg {
 namespace {
 void notice_to_log(void* /*arg*/, const char* message) {
   std::string m(message);
@@ -417,4 +426,4 @@ void notice_to_log(void* /*arg*/, const char* message) {
   spdlog::warn("postgres: {}", m);
 }
 }  // namespace
-}  // namespace walrelay::replication
+}  // namespace walrelay::pg

@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace walrelay::replication {
+namespace walrelay::pg {
 
 /// `name` cut to PostgreSQL's 63-byte identifier limit (NAMEDATALEN - 1) at a UTF-8 character
 /// boundary: the server would cut it itself, with a NOTICE sent before any notice processor is set.
@@ -17,4 +17,4 @@ std::string fit_application_name(std::string name);
 /// level as "postgres: <message>".
 void route_notices_to_log(PGconn* conn);
 
-}  // namespace walrelay::replication
+}  // namespace walrelay::pg

@@ -1,6 +1,6 @@
-#include "replication/wire.hpp"
+#include "walrelay/pg/wire.hpp"
 
-namespace walrelay::replication {
+namespace walrelay::pg {
 
 namespace {
 
@@ -49,4 +49,4 @@ void encode_status_update(Lsn write, Lsn flush, Lsn apply, PgEpochMicros now, bo
   out[33] = reply_requested ? 1 : 0;
 }
 
-}  // namespace walrelay::replication
+}  // namespace walrelay::pg
