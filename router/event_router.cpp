@@ -9,6 +9,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "walrelay/core/headers.hpp"
 #include "walrelay/core/json.hpp"
 
 namespace walrelay::router {
@@ -774,7 +775,7 @@ std::span<const Record> EventRouter::commit(Lsn end_lsn) {
   s.value.push_back('}');
   s.timestamp_ms = commit_ts_ms_;
   s.headers.clear();
-  s.headers.push_back(Header{"id", s.id});
+  s.headers.push_back(Header{header::kId, s.id});
   records_.push_back(Record{s.topic, std::string_view(s.key), std::string_view(s.value),
                             std::span<const Header>(s.headers), s.timestamp_ms});
   begin_emitted_ = false;
@@ -846,7 +847,7 @@ std::span<const Record> EventRouter::collect_records() {
   for (std::size_t i = 0; i < used_slots_; ++i) {
     Slot& s = *slots_[i];
     s.headers.clear();
-    s.headers.push_back(Header{"id", s.id});
+    s.headers.push_back(Header{header::kId, s.id});
     for (std::size_t h = 0; h < s.header_names.size(); ++h) {
       s.headers.push_back(Header{s.header_names[h], s.header_values[h]});
     }
@@ -1706,10 +1707,10 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
         for (std::size_t i : {del, tomb}) {
           if (i == tomb && !rule.tombstones) continue;
           Slot& s = *slots_[i];
-          s.header_names.push_back("__debezium.newkey");
+          s.header_names.push_back(header::kDebeziumNewKey);
           s.header_values.push_back(created.has_key ? created.header_key : std::string("null"));
         }
-        created.header_names.push_back("__debezium.oldkey");
+        created.header_names.push_back(header::kDebeziumOldKey);
         created.header_values.push_back(slots_[del]->has_key ? slots_[del]->header_key
                                                              : std::string("null"));
         return {};
@@ -1860,10 +1861,10 @@ std::expected<void, MappingError> EventRouter::emit_outbox(const config::OutboxC
     s.header_values.emplace_back();
     append_text(s.header_values.back(), col->value);
   };
-  if (ob.event_type) add_header("eventType", f.event_type);
+  if (ob.event_type) add_header(header::kEventType, f.event_type);
   for (const auto& a : ob.additional) add_header(a.header, find_column(cols, a.column));
   if (ob.payload_digest && s.has_value) {
-    s.header_names.push_back("payload_digest");
+    s.header_names.push_back(header::kPayloadDigest);
     s.header_values.emplace_back();
     append_sha256_hex(s.header_values.back(), {}, s.value);
   }

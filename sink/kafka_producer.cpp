@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "walrelay/core/headers.hpp"
 #include "walrelay/sink/kafka_security.hpp"
 
 namespace walrelay::sink {
@@ -339,7 +340,7 @@ void KafkaProducer::on_dr(rd_kafka_t* /*rk*/, const rd_kafka_message_t* msg, voi
           RD_KAFKA_RESP_ERR_NO_ERROR) {
     const void* v = nullptr;
     std::size_t n = 0;
-    if (rd_kafka_header_get_last(hdrs, "id", &v, &n) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+    if (rd_kafka_header_get_last(hdrs, header::kId, &v, &n) == RD_KAFKA_RESP_ERR_NO_ERROR &&
         v != nullptr) {
       r.event_id = std::string_view(static_cast<const char*>(v), n);
     }
