@@ -13,7 +13,7 @@ namespace walrelay::header {
 /// `id`: on every record walrelay publishes, the id to deduplicate replays by (docs/delivery.md):
 /// a row change `<commit LSN>:<n>` (n the record's index in its transaction), a snapshot row
 /// `<LSN>:r:<schema>.<table>:<chunk>:<row>`, an outbox event its event id column (or message
-/// field) as text (Debezium's outbox `id` header), a transaction-metadata END record
+/// field) as text (Debezium's outbox `id` header), a transaction-metadata record (BEGIN, END)
 /// `<commit LSN>:<n>` like a row change. On a dead-letter record: the failed event's id, when it
 /// had one. Deterministic: the same WAL and configuration give the same ids.
 inline constexpr char kId[] = "id";
@@ -34,8 +34,8 @@ inline constexpr char kDebeziumNewKey[] = "__debezium.newkey";
 /// `__debezium.oldkey`: on the create such an UPDATE becomes, the old key.
 inline constexpr char kDebeziumOldKey[] = "__debezium.oldkey";
 
-/// `walrelay.error.kind`: on a dead-letter record, why it is there: `mapping`, `oversize` or
-/// `delivery` (docs/operations.md "Error policy").
+/// `walrelay.error.kind`: on a dead-letter record (sink::DeadLetterWriter writes them all), why
+/// it is there: `mapping`, `oversize` or `delivery` (docs/operations.md "Error policy").
 inline constexpr char kErrorKind[] = "walrelay.error.kind";
 
 /// `walrelay.error.reason`: on a dead-letter record, the error in words (what the log says).

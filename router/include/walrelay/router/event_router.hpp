@@ -65,7 +65,8 @@ struct SnapshotRead {
 ///   topic (field order as Debezium's JsonConverter prints it), keyed by the key columns as compact
 ///   JSON in the key's declaration order; a DELETE is followed by a tombstone; an UPDATE
 ///   that changes the key becomes a delete (+ tombstone) of the old key and a create of the new.
-/// - Outbox tables and logical-message outboxes: one domain event per INSERT / message.
+/// - Outbox tables and logical-message outboxes: one domain event per INSERT / message, built by
+///   OutboxRecordBuilder (outbox_record.hpp), which other sources of outbox events share.
 /// - Every record carries header `id`: the outbox event id, or `<commit LSN>:<n>` with n the
 ///   record's index in its transaction (deterministic for the same WAL and configuration).
 ///
