@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "text.hpp"
+#include "walrelay/core/headers.hpp"
 
 namespace walrelay::config {
 
@@ -1159,9 +1160,9 @@ class Loader {
 
     // Headers walrelay sets itself must not be set twice (consumers would see two values).
     for (const AdditionalField& field : outbox.additional) {
-      const char* owner = field.header == "id"                               ? "event_id"
-                          : field.header == "eventType" && outbox.event_type ? "event_type"
-                          : field.header == "payload_digest" && outbox.payload_digest
+      const char* owner = field.header == header::kId                               ? "event_id"
+                          : field.header == header::kEventType && outbox.event_type ? "event_type"
+                          : field.header == header::kPayloadDigest && outbox.payload_digest
                               ? "payload_digest"
                               : nullptr;
       if (owner != nullptr) {

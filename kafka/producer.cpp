@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "walrelay/core/headers.hpp"
 #include "walrelay/kafka/security.hpp"
 
 namespace walrelay::kafka {
@@ -337,7 +338,7 @@ void Producer::on_dr(rd_kafka_t* /*rk*/, const rd_kafka_message_t* msg, void* op
           RD_KAFKA_RESP_ERR_NO_ERROR) {
     const void* v = nullptr;
     std::size_t n = 0;
-    if (rd_kafka_header_get_last(hdrs, "id", &v, &n) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+    if (rd_kafka_header_get_last(hdrs, header::kId, &v, &n) == RD_KAFKA_RESP_ERR_NO_ERROR &&
         v != nullptr) {
       r.event_id = std::string_view(static_cast<const char*>(v), n);
     }

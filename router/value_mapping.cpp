@@ -7,11 +7,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -19,543 +17,25 @@
 
 #include "base64.hpp"
 #include "debezium_types.hpp"
+#include "value_mapping_internal.hpp"
+#include "value_text.hpp"
 #include "walrelay/core/json.hpp"
 
 namespace walrelay::router {
 
+namespace values {
+
 namespace {
-
-// ------------------------------------------------------------------------------------------------
-// Small helpers
-
-constexpr bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-
-constexpr bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
-void append_int(std::string& out, std::int64_t v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, static_cast<std::size_t>(r.ptr - buf));
-}
-
-/// Parses all of `s` as an unsigned decimal number; false when empty, not digits or too big.
-bool parse_uint(std::string_view s, std::int64_t& v) {
-  if (s.empty()) return false;
-  v = 0;
-  for (char c : s) {
-    if (!is_digit(c)) return false;
-    if (v > (std::numeric_limits<std::int64_t>::max() - 9) / 10) return false;
-    v = v * 10 + (c - '0');
-  }
-  return true;
-}
-
-/// The two decimal digits at s[pos], s[pos + 1] (the caller has checked they exist); false when
-/// either is not a digit (as parse_uint of those two characters).
-bool parse_2digits(std::string_view s, std::size_t pos, std::int64_t& v) {
-  const auto hi = static_cast<unsigned>(s[pos] - '0');
-  const auto lo = static_cast<unsigned>(s[pos + 1] - '0');
-  if (hi > 9 || lo > 9) return false;
-  v = hi * 10 + lo;
-  return true;
-}
-
-/// Writes `v` (0 <= v < 100) as two digits at `p`; returns the end.
-char* put_2digits(char* p, std::int64_t v) {
-  p[0] = static_cast<char>('0' + v / 10);
-  p[1] = static_cast<char>('0' + v % 10);
-  return p + 2;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i];
-    char y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
-
-/// RFC 8259 §6 number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-bool is_json_number(std::string_view s, bool integer_only) {
-  std::size_t i = 0;
-  const std::size_t n = s.size();
-  if (i < n && s[i] == '-') ++i;
-  if (i >= n) return false;
-  if (s[i] == '0') {
-    ++i;
-  } else if (is_digit(s[i])) {
-    while (i < n && is_digit(s[i])) ++i;
-  } else {
-    return false;
-  }
-  if (integer_only) return i == n;
-  if (i < n && s[i] == '.') {
-    ++i;
-    const std::size_t start = i;
-    while (i < n && is_digit(s[i])) ++i;
-    if (i == start) return false;
-  }
-  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < n && (s[i] == '+' || s[i] == '-')) ++i;
-    const std::size_t start = i;
-    while (i < n && is_digit(s[i])) ++i;
-    if (i == start) return false;
-  }
-  return i == n;
-}
-
-bool is_special_float(std::string_view s) {
-  return s == "NaN" || s == "Infinity" || s == "-Infinity";
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-/// bytea text (bytea_output hex `\x0a1b`, or escape format as a fallback) -> "base64".
-bool append_bytea_base64(std::string& out, std::string_view text) {
-  out.push_back('"');
-  detail::Base64Writer w(out);
-  // byteaout hex format is "\x" then two hex digits per byte (src/backend/utils/adt/varlena.c);
-  // wal2json strips the "\x" and prints only the digits (verified with wal2json 2.5 and
-  // bytea_output=hex, which walrelay pins).
-  std::string_view hex = text;
-  if (hex.size() >= 2 && hex[0] == '\\' && hex[1] == 'x') hex.remove_prefix(2);
-  bool is_hex = hex.size() % 2 == 0;
-  for (std::size_t i = 0; is_hex && i < hex.size(); ++i) is_hex = hex_value(hex[i]) >= 0;
-  if (is_hex) {
-    for (std::size_t i = 0; i < hex.size(); i += 2) {
-      w.put(static_cast<std::uint8_t>((hex_value(hex[i]) << 4) | hex_value(hex[i + 1])));
-    }
-  } else {
-    // Escape format: `\\` is a backslash, `\ooo` an octal byte, anything else the byte itself.
-    for (std::size_t i = 0; i < text.size();) {
-      if (text[i] != '\\') {
-        w.put(static_cast<std::uint8_t>(text[i++]));
-      } else if (i + 1 < text.size() && text[i + 1] == '\\') {
-        w.put('\\');
-        i += 2;
-      } else if (i + 3 < text.size() && text[i + 1] >= '0' && text[i + 1] <= '3' &&
-                 text[i + 2] >= '0' && text[i + 2] <= '7' && text[i + 3] >= '0' &&
-                 text[i + 3] <= '7') {
-        w.put(static_cast<std::uint8_t>(((text[i + 1] - '0') << 6) | ((text[i + 2] - '0') << 3) |
-                                        (text[i + 3] - '0')));
-        i += 4;
-      } else {
-        return false;
-      }
-    }
-  }
-  w.finish();
-  out.push_back('"');
-  return true;
-}
-
-// ------------------------------------------------------------------------------------------------
-// Exact decimals
-
-/// A plain decimal `[+-]digits[.digits]` split into its parts (numeric_out never prints exponents).
-struct Decimal {
-  bool negative = false;
-  std::string_view int_digits;
-  std::string_view frac_digits;
-};
-
-bool parse_decimal(std::string_view s, Decimal& d) {
-  std::size_t i = 0;
-  d.negative = false;
-  if (i < s.size() && (s[i] == '-' || s[i] == '+')) d.negative = s[i++] == '-';
-  const std::size_t int_start = i;
-  while (i < s.size() && is_digit(s[i])) ++i;
-  d.int_digits = s.substr(int_start, i - int_start);
-  d.frac_digits = {};
-  if (i < s.size() && s[i] == '.') {
-    const std::size_t frac_start = ++i;
-    while (i < s.size() && is_digit(s[i])) ++i;
-    d.frac_digits = s.substr(frac_start, i - frac_start);
-  }
-  return i == s.size() && (!d.int_digits.empty() || !d.frac_digits.empty());
-}
 
 /// Scratch buffers reused across calls (the mapping runs on the connector's thread; thread_local
 /// keeps it safe anyway). None of them is held across a call that uses the same buffer.
 thread_local std::string tl_text;    // top-level unescaped token
 thread_local std::string tl_digits;  // unscaled decimal digits
-thread_local std::string tl_bytes;   // two's complement bytes
-thread_local std::vector<std::uint32_t> tl_limbs;
-// Array element text, one buffer per nesting depth (a deque: growing it keeps references valid).
-thread_local std::deque<std::string> tl_elements;
 
-/// Appends "base64" of the minimal big-endian two's complement bytes of the integer
-/// (negative ? -1 : 1) * digits, exactly like java.math.BigInteger#toByteArray.
-void append_twos_complement_base64(std::string& out, bool negative, std::string_view digits) {
-  std::size_t first = 0;
-  while (first < digits.size() && digits[first] == '0') ++first;
-  digits.remove_prefix(first);
-
-  // Decimal digits -> base 2^32 limbs (little endian), 9 digits at a time.
-  auto& limbs = tl_limbs;
-  limbs.clear();
-  std::size_t pos = 0;
-  while (pos < digits.size()) {
-    const std::size_t take = std::min<std::size_t>(9, digits.size() - pos);
-    std::uint32_t chunk = 0;
-    std::uint64_t mul = 1;
-    for (std::size_t k = 0; k < take; ++k) {
-      chunk = chunk * 10 + static_cast<std::uint32_t>(digits[pos + k] - '0');
-      mul *= 10;
-    }
-    pos += take;
-    std::uint64_t carry = chunk;
-    for (auto& limb : limbs) {
-      const std::uint64_t v = static_cast<std::uint64_t>(limb) * mul + carry;
-      limb = static_cast<std::uint32_t>(v);
-      carry = v >> 32;
-    }
-    if (carry != 0) limbs.push_back(static_cast<std::uint32_t>(carry));
-  }
-
-  // Magnitude, big endian, without leading zero bytes.
-  auto& bytes = tl_bytes;
-  bytes.clear();
-  for (std::size_t i = limbs.size(); i-- > 0;) {
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      const auto b = static_cast<char>((limbs[i] >> shift) & 0xFF);
-      if (bytes.empty() && b == 0) continue;
-      bytes.push_back(b);
-    }
-  }
-  const bool zero = bytes.empty();
-  if (zero || !negative) {
-    // A leading 0x00 when the top bit is set keeps the value positive.
-    if (zero || (static_cast<unsigned char>(bytes[0]) & 0x80) != 0) bytes.insert(bytes.begin(), 0);
-  } else {
-    // Two's complement of the magnitude in the same width: invert and add one.
-    unsigned carry = 1;
-    for (std::size_t i = bytes.size(); i-- > 0;) {
-      const unsigned v = (~static_cast<unsigned char>(bytes[i]) & 0xFFu) + carry;
-      bytes[i] = static_cast<char>(v & 0xFF);
-      carry = v >> 8;
-    }
-    // Without the sign bit set the value needs one more byte to read as negative.
-    if ((static_cast<unsigned char>(bytes[0]) & 0x80) == 0) bytes.insert(bytes.begin(), '\xFF');
-    while (bytes.size() > 1 && static_cast<unsigned char>(bytes[0]) == 0xFF &&
-           (static_cast<unsigned char>(bytes[1]) & 0x80) != 0) {
-      bytes.erase(bytes.begin());
-    }
-  }
-  out.push_back('"');
-  detail::Base64Writer w(out);
-  for (char b : bytes) w.put(static_cast<std::uint8_t>(b));
-  w.finish();
-  out.push_back('"');
-}
-
-/// The unscaled digits of `d` at `scale` into tl_digits (BigDecimal#setScale without rounding:
-/// only zeros may be dropped). False when non-zero digits would be lost.
-bool unscaled_digits(const Decimal& d, int scale) {
-  auto& digits = tl_digits;
-  digits.clear();
-  if (scale >= 0) {
-    const auto s = static_cast<std::size_t>(scale);
-    digits.append(d.int_digits);
-    if (d.frac_digits.size() <= s) {
-      digits.append(d.frac_digits);
-      digits.append(s - d.frac_digits.size(), '0');
-    } else {
-      for (char c : d.frac_digits.substr(s))
-        if (c != '0') return false;
-      digits.append(d.frac_digits.substr(0, s));
-    }
-  } else {
-    // Negative scale (numeric(p,-s), PostgreSQL 15): the last -scale integer digits must be 0.
-    for (char c : d.frac_digits)
-      if (c != '0') return false;
-    const auto drop = static_cast<std::size_t>(-scale);
-    std::string_view int_digits = d.int_digits;
-    std::size_t kept = int_digits.size() > drop ? int_digits.size() - drop : 0;
-    for (char c : int_digits.substr(kept))
-      if (c != '0') return false;
-    digits.append(int_digits.substr(0, kept));
-  }
-  return true;
-}
-
-/// PostgreSQL 15 numeric typmod decoding (src/backend/utils/adt/numeric.c,
-/// numeric_typmod_precision / numeric_typmod_scale; scale is an 11-bit signed field).
-int numeric_typmod_scale(std::int32_t typmod) {
-  return static_cast<int>((((static_cast<std::uint32_t>(typmod) - 4u) & 0x7FFu) ^ 1024u)) - 1024;
-}
-
-/// money text under lc_monetary=C (src/backend/utils/adt/cash.c cash_out: optional '-', '$',
-/// digits grouped by ',', '.', 2 fraction digits; also accepts the parenthesised negative form)
-/// -> canonical "[-]digits.fraction" in tl_digits.
-bool parse_money(std::string_view s, std::string& canon) {
-  canon.clear();
-  bool negative = false;
-  if (s.size() >= 2 && s.front() == '(' && s.back() == ')') {
-    negative = true;
-    s = s.substr(1, s.size() - 2);
-  }
-  std::size_t i = 0;
-  while (i < s.size() && (s[i] == '-' || s[i] == '$' || s[i] == '+' || s[i] == ' ')) {
-    if (s[i] == '-') negative = true;
-    ++i;
-  }
-  if (negative) canon.push_back('-');
-  bool any_digit = false;
-  bool dot = false;
-  for (; i < s.size(); ++i) {
-    const char c = s[i];
-    if (is_digit(c)) {
-      canon.push_back(c);
-      any_digit = true;
-    } else if (c == ',' && !dot) {
-      continue;
-    } else if (c == '.' && !dot) {
-      dot = true;
-      canon.push_back('.');
-    } else {
-      return false;
-    }
-  }
-  return any_digit;
-}
-
-// ------------------------------------------------------------------------------------------------
-// Dates and times (proleptic Gregorian, like PostgreSQL and java.time)
-
-/// Days since 1970-01-01 of an astronomical year / month / day (H. Hinnant's days_from_civil).
-std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2 ? 1 : 0;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
-struct Civil {
-  std::int64_t year;
-  unsigned month;
-  unsigned day;
-};
-
-Civil civil_from_days(std::int64_t z) {
-  z += 719468;
-  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  return {y + (m <= 2 ? 1 : 0), m, d};
-}
-
-constexpr std::int64_t kMicrosPerSecond = 1'000'000;
-constexpr std::int64_t kMicrosPerDay = 86'400 * kMicrosPerSecond;
-
-/// "YYYY-MM-DD" (year of 4+ digits) at the start of `s`; advances `s`. Era suffix handled by the
-/// callers. Returns the proleptic year as printed (1 for 1 BC).
-bool parse_date_part(std::string_view& s, std::int64_t& year, unsigned& month, unsigned& day) {
-  std::size_t i = 0;
-  while (i < s.size() && is_digit(s[i])) ++i;
-  // PostgreSQL's dates end in 5874897 AD (7 digits): a longer year is not PostgreSQL output, and
-  // days_from_civil's arithmetic must not overflow on it (found by the decoder fuzzer).
-  if (i < 4 || i > 7 || i + 6 > s.size() || s[i] != '-' || s[i + 3] != '-') return false;
-  std::int64_t m = 0;
-  std::int64_t d = 0;
-  if (!parse_uint(s.substr(0, i), year) || !parse_2digits(s, i + 1, m) ||
-      !parse_2digits(s, i + 4, d) || m < 1 || m > 12 || d < 1 || d > 31)
-    return false;
-  month = static_cast<unsigned>(m);
-  day = static_cast<unsigned>(d);
-  s.remove_prefix(i + 6);
-  return true;
-}
-
-/// "HH:MM:SS[.f{1,6}]" at the start of `s` -> microseconds since midnight (24:00:00 allowed);
-/// advances `s`.
-bool parse_time_part(std::string_view& s, std::int64_t& micros) {
-  if (s.size() < 8 || s[2] != ':' || s[5] != ':') return false;
-  std::int64_t h = 0;
-  std::int64_t m = 0;
-  std::int64_t sec = 0;
-  if (!parse_2digits(s, 0, h) || !parse_2digits(s, 3, m) || !parse_2digits(s, 6, sec) || h > 24 ||
-      m > 59 || sec > 60)
-    return false;
-  std::size_t i = 8;
-  std::int64_t f = 0;
-  std::string_view frac_text;
-  if (i < s.size() && s[i] == '.') {
-    const std::size_t start = ++i;
-    while (i < s.size() && is_digit(s[i])) ++i;
-    frac_text = s.substr(start, i - start);
-    if (frac_text.empty() || frac_text.size() > 6) return false;
-    for (char c : frac_text) f = f * 10 + (c - '0');
-    for (std::size_t k = frac_text.size(); k < 6; ++k) f *= 10;
-  }
-  micros = ((h * 60 + m) * 60 + sec) * kMicrosPerSecond + f;
-  if (micros > kMicrosPerDay) return false;
-  s.remove_prefix(i);
-  return true;
-}
-
-/// "+HH[:MM[:SS]]" / "-HH..." at the start of `s` -> seconds east of UTC; advances `s`.
-bool parse_offset(std::string_view& s, std::int64_t& seconds) {
-  if (s.size() < 3 || (s[0] != '+' && s[0] != '-')) return false;
-  const bool neg = s[0] == '-';
-  std::int64_t h = 0;
-  std::int64_t m = 0;
-  std::int64_t sec = 0;
-  if (!parse_2digits(s, 1, h)) return false;
-  std::size_t i = 3;
-  if (i + 3 <= s.size() && s[i] == ':') {
-    if (!parse_2digits(s, i + 1, m)) return false;
-    i += 3;
-    if (i + 3 <= s.size() && s[i] == ':') {
-      if (!parse_2digits(s, i + 1, sec)) return false;
-      i += 3;
-    }
-  }
-  if (m > 59 || sec > 59) return false;
-  seconds = (h * 3600 + m * 60 + sec) * (neg ? -1 : 1);
-  s.remove_prefix(i);
-  return true;
-}
-
-/// Removes a trailing " BC" (DateStyle ISO era suffix); true when present.
-bool strip_bc(std::string_view& s) {
-  if (s.size() > 3 && s.substr(s.size() - 3) == " BC") {
-    s.remove_suffix(3);
-    return true;
-  }
-  return false;
-}
-
-/// "date" text -> days since 1970-01-01 (astronomical years: 1 BC is year 0).
-bool parse_date(std::string_view s, std::int64_t& days) {
-  const bool bc = strip_bc(s);
-  std::int64_t year = 0;
-  unsigned month = 0;
-  unsigned day = 0;
-  if (!parse_date_part(s, year, month, day) || !s.empty()) return false;
-  if (bc) year = 1 - year;
-  days = days_from_civil(year, month, day);
-  return true;
-}
-
-/// A timestamp / timestamptz text taken apart by parse_timestamp.
-struct TimestampParts {
-  std::int64_t days = 0;    ///< days since 1970-01-01 (UTC for timestamptz)
-  std::int64_t tod = 0;     ///< microseconds into that day
-  std::int64_t offset = 0;  ///< the text's offset in seconds east of UTC (timestamptz)
-  bool bc = false;          ///< the text ends in " BC"
-  std::string_view date;    ///< the text's "YYYY-MM-DD" (without " BC")
-  std::string_view clock;   ///< the text's "HH:MM:SS[.f]"
-};
-
-/// timestamp / timestamptz text -> its parts (days and time of day local for timestamp; UTC for
-/// timestamptz, the offset applied). False on shape errors.
-bool parse_timestamp(std::string_view s, bool with_zone, TimestampParts& t) {
-  t.bc = strip_bc(s);
-  std::int64_t year = 0;
-  unsigned month = 0;
-  unsigned day = 0;
-  const std::string_view whole = s;
-  if (!parse_date_part(s, year, month, day) || s.empty() || s[0] != ' ') return false;
-  t.date = whole.substr(0, whole.size() - s.size());
-  s.remove_prefix(1);
-  const std::string_view clock = s;
-  std::int64_t tod = 0;
-  if (!parse_time_part(s, tod)) return false;
-  t.clock = clock.substr(0, clock.size() - s.size());
-  std::int64_t offset = 0;
-  if (with_zone && !parse_offset(s, offset)) return false;
-  if (!s.empty()) return false;
-  if (t.bc) year = 1 - year;
-  std::int64_t days = days_from_civil(year, month, day);
-  t.offset = offset;
-  tod -= offset * kMicrosPerSecond;  // |offset| < 1 day, 0 <= tod <= 1 day
-  while (tod < 0) {
-    tod += kMicrosPerDay;
-    --days;
-  }
-  while (tod >= kMicrosPerDay) {
-    tod -= kMicrosPerDay;
-    ++days;
-  }
-  t.days = days;
-  t.tod = tod;
-  return true;
-}
-
-/// java.time ISO_LOCAL_TIME fraction: nothing when zero, else 1-9 digits without trailing zeros
-/// (DateTimeFormatterBuilder#appendFraction(NANO_OF_SECOND, 0, 9, true)); or exactly `width`
-/// digits when 1 <= width <= 9 (appendFraction(NANO_OF_SECOND, width, width, true)). Writes at
-/// most 10 characters at `p`; returns the end.
-char* put_fraction(char* p, std::int64_t micros_of_second, int width) {
-  int len = 0;
-  if (width >= 1 && width <= 9) {
-    len = width;
-  } else {
-    if (micros_of_second == 0) return p;
-    len = 9;
-  }
-  char* digits = p + 1;
-  std::int64_t nanos = micros_of_second * 1000;
-  for (int i = 8; i >= 0; --i) {
-    digits[i] = static_cast<char>('0' + nanos % 10);
-    nanos /= 10;
-  }
-  if (!(width >= 1 && width <= 9)) {
-    while (len > 0 && digits[len - 1] == '0') --len;
-  }
-  *p = '.';
-  return digits + len;
-}
-
-/// HH:mm:ss[.fraction] of a microsecond-of-day value (0 <= v < 86400e6, or 24:00:00 exactly):
-/// at most 18 characters at `p`; returns the end.
-char* put_clock(char* p, std::int64_t micros_of_day, int width) {
-  const std::int64_t secs = micros_of_day / kMicrosPerSecond;
-  p = put_2digits(p, secs / 3600);
-  *p++ = ':';
-  p = put_2digits(p, secs / 60 % 60);
-  *p++ = ':';
-  p = put_2digits(p, secs % 60);
-  return put_fraction(p, micros_of_day % kMicrosPerSecond, width);
-}
-
-void append_clock(std::string& out, std::int64_t micros_of_day, int width) {
-  char buf[24];
-  out.append(buf, static_cast<std::size_t>(put_clock(buf, micros_of_day, width) - buf));
-}
+}  // namespace
 
 // ------------------------------------------------------------------------------------------------
 // Type classification
-
-using Kind = ValueKind;
-
-struct Resolved {
-  Kind kind = Kind::kText;
-  std::uint32_t oid = 0;      ///< after resolving domains
-  std::uint32_t element = 0;  ///< element type of an array
-};
 
 Resolved classify(std::uint32_t type_oid, const TypeRegistry& types) {
   Resolved r;
@@ -627,14 +107,6 @@ Resolved classify(std::uint32_t type_oid, const TypeRegistry& types) {
   return r;
 }
 
-struct Ctx {
-  const TypeRegistry& types;
-  const ValueMappingOptions& opts;
-  std::string& error;
-  std::uint32_t type_oid;  ///< the column's declared type, for messages
-  int depth = 0;           ///< array nesting (domains over arrays inside arrays)
-};
-
 bool fail(Ctx& ctx, std::uint32_t type_oid, std::string_view text, std::string_view why) {
   ctx.error.clear();
   ctx.error += "cannot map value ";
@@ -668,8 +140,7 @@ bool fail(Ctx& ctx, std::uint32_t type_oid, std::string_view text, std::string_v
   return false;
 }
 
-bool map_array(std::string& out, std::string_view text, const Resolved& r, std::int32_t typmod,
-               Ctx& ctx);
+namespace {
 
 // ------------------------------------------------------------------------------------------------
 // Scalars. `text` is the value's PostgreSQL text (unescaped); `bare` when wal2json printed it as a
@@ -727,7 +198,7 @@ bool map_numeric(std::string& out, std::string_view text, std::int32_t typmod, C
     // numeric(p,s) -> org.apache.kafka.connect.data.Decimal with scale s: BigDecimal#setScale(s)
     // (PostgresValueConverter#withScaleAdjustedIfNeeded) then Decimal#fromLogical =
     // unscaledValue().toByteArray(), base64 by JsonConverter (decimal.format=BASE64 default).
-    if (!unscaled_digits(d, numeric_typmod_scale(typmod)))
+    if (!unscaled_digits(d, numeric_typmod_scale(typmod), tl_digits))
       return fail(ctx, oid_for_error, text, "more fraction digits than the column's scale");
     append_twos_complement_base64(out, d.negative, tl_digits);
     return true;
@@ -740,7 +211,7 @@ bool map_numeric(std::string& out, std::string_view text, std::int32_t typmod, C
   while (!frac.empty() && frac.back() == '0') frac.remove_suffix(1);
   Decimal stripped = d;
   stripped.frac_digits = frac;
-  unscaled_digits(stripped, static_cast<int>(frac.size()));
+  unscaled_digits(stripped, static_cast<int>(frac.size()), tl_digits);
   out += "{\"scale\":";
   append_int(out, static_cast<std::int64_t>(frac.size()));
   out += ",\"value\":";
@@ -762,7 +233,7 @@ bool map_money(std::string& out, std::string_view text, Ctx& ctx, std::uint32_t 
   // doubleValue() as Java prints it.
   if (ctx.opts.decimal == DecimalHandling::kString ||
       ctx.opts.decimal == DecimalHandling::kDouble) {
-    if (!unscaled_digits(d, 2))
+    if (!unscaled_digits(d, 2, tl_digits))
       return fail(ctx, oid_for_error, text, "more than 2 fraction digits");
     std::string plain = d.negative ? "-" : "";
     plain.append(d.int_digits.empty() ? std::string_view("0") : d.int_digits);
@@ -778,7 +249,8 @@ bool map_money(std::string& out, std::string_view text, Ctx& ctx, std::uint32_t 
   }
   // Debezium: PostgresValueConverter#moneySchema = Decimal.builder(money.fraction.digits = 2),
   // convertMoney sets the scale to 2 -> base64 of the unscaled two's complement.
-  if (!unscaled_digits(d, 2)) return fail(ctx, oid_for_error, text, "more than 2 fraction digits");
+  if (!unscaled_digits(d, 2, tl_digits))
+    return fail(ctx, oid_for_error, text, "more than 2 fraction digits");
   append_twos_complement_base64(out, d.negative, tl_digits);
   return true;
 }
@@ -987,6 +459,8 @@ bool map_interval(std::string& out, std::string_view text, Ctx& ctx, std::uint32
   return true;
 }
 
+}  // namespace
+
 bool map_scalar(std::string& out, std::string_view text, bool bare, const Resolved& r,
                 std::int32_t typmod, Ctx& ctx) {
   const bool debezium = ctx.opts.format == ValueFormat::kDebezium;
@@ -1137,172 +611,15 @@ bool map_scalar(std::string& out, std::string_view text, bool bare, const Resolv
   return fail(ctx, r.oid, text, "unhandled type");
 }
 
-// ------------------------------------------------------------------------------------------------
-// Arrays: PostgreSQL's array literal (src/backend/utils/adt/arrayfuncs.c, array_out / ReadArrayStr)
+}  // namespace values
 
-class ArrayParser {
- public:
-  ArrayParser(std::string& out, std::string_view text, char delim, const Resolved& element,
-              std::int32_t typmod, Ctx& ctx, std::string& buf)
-      : out_(out),
-        s_(text),
-        delim_(delim),
-        element_(element),
-        typmod_(typmod),
-        ctx_(ctx),
-        buf_(buf) {}
-
-  bool parse() {
-    skip_space();
-    if (!parse_level()) return false;
-    skip_space();
-    return pos_ == s_.size() || error("trailing characters after the array");
-  }
-
- private:
-  bool error(std::string_view why) { return fail(ctx_, ctx_.type_oid, s_, why); }
-
-  void skip_space() {
-    while (pos_ < s_.size() && is_space(s_[pos_])) ++pos_;
-  }
-
-  bool parse_level() {
-    if (pos_ >= s_.size() || s_[pos_] != '{') return error("expected '{'");
-    ++pos_;
-    out_.push_back('[');
-    skip_space();
-    if (pos_ < s_.size() && s_[pos_] == '}') {
-      ++pos_;
-      out_.push_back(']');
-      return true;
-    }
-    bool first = true;
-    for (;;) {
-      if (!first) out_.push_back(',');
-      first = false;
-      skip_space();
-      if (pos_ < s_.size() && s_[pos_] == '{') {
-        if (!parse_level()) return false;
-      } else if (!parse_element()) {
-        return false;
-      }
-      skip_space();
-      if (pos_ >= s_.size()) return error("unterminated array");
-      const char c = s_[pos_++];
-      if (c == '}') break;
-      if (c != delim_) return error("expected a delimiter or '}'");
-    }
-    out_.push_back(']');
-    return true;
-  }
-
-  bool parse_element() {
-    buf_.clear();
-    bool quoted = false;
-    bool escaped = false;
-    if (pos_ < s_.size() && s_[pos_] == '"') {
-      quoted = true;
-      ++pos_;
-      for (;;) {
-        if (pos_ >= s_.size()) return error("unterminated quoted element");
-        const char c = s_[pos_++];
-        if (c == '"') break;
-        if (c == '\\') {
-          if (pos_ >= s_.size()) return error("unterminated quoted element");
-          buf_.push_back(s_[pos_++]);
-        } else {
-          buf_.push_back(c);
-        }
-      }
-    } else {
-      // Unquoted: up to the delimiter or '}', backslash escapes honoured, surrounding white
-      // space dropped (array_in ignores it; array_out never writes it).
-      std::size_t keep = 0;  // buf_ length up to the last escaped or non-space character
-      while (pos_ < s_.size()) {
-        const char c = s_[pos_];
-        if (c == delim_ || c == '}') break;
-        if (c == '{' || c == '"') return error("unexpected character in an unquoted element");
-        ++pos_;
-        if (c == '\\') {
-          if (pos_ >= s_.size()) return error("unterminated element");
-          buf_.push_back(s_[pos_++]);
-          escaped = true;
-          keep = buf_.size();
-        } else {
-          buf_.push_back(c);
-          if (!is_space(c)) keep = buf_.size();
-        }
-      }
-      buf_.resize(keep);
-      if (buf_.empty() && !escaped) return error("empty unquoted element");
-    }
-    if (!quoted && !escaped && iequals(buf_, "NULL")) {
-      out_ += "null";
-      return true;
-    }
-    if (element_.kind == Kind::kArray) {
-      // A domain over an array used as an element: parse the inner literal with its own buffer.
-      ++ctx_.depth;
-      const bool ok = map_scalar(out_, buf_, false, element_, typmod_, ctx_);
-      --ctx_.depth;
-      return ok;
-    }
-    return map_scalar(out_, buf_, false, element_, typmod_, ctx_);
-  }
-
-  std::string& out_;
-  std::string_view s_;
-  std::size_t pos_ = 0;
-  char delim_;
-  Resolved element_;
-  std::int32_t typmod_;
-  Ctx& ctx_;
-  std::string& buf_;
-};
-
-bool map_array(std::string& out, std::string_view text, const Resolved& r, std::int32_t typmod,
-               Ctx& ctx) {
-  std::size_t i = 0;
-  while (i < text.size() && is_space(text[i])) ++i;
-  if (i < text.size() && text[i] == '[') {
-    // A dimension decoration ("[0:2]={7,8,9}": a lower bound other than 1): the elements as a JSON
-    // array like any other (a column's JSON type must not change from row to row; Debezium does
-    // the same), the bounds dropped (docs/events.md).
-    const auto eq = text.find('=', i);
-    if (eq == std::string_view::npos) return fail(ctx, r.oid, text, "malformed array bounds");
-    static std::atomic<bool> warned{false};
-    if (!warned.exchange(true)) {
-      spdlog::warn(
-          "an array value with explicit bounds ({}) is published as a JSON array without its "
-          "bounds, as Debezium does (said once)",
-          text.substr(i, eq - i));
-    }
-    text = text.substr(eq + 1);
-    i = 0;
-    while (i < text.size() && is_space(text[i])) ++i;
-  }
-  if (i >= text.size() || text[i] != '{') {
-    // A vector type that is not a brace literal (int2vector, oidvector): the PostgreSQL text as a
-    // JSON string.
-    json::append_string(out, text);
-    return true;
-  }
-  const Resolved element = classify(r.element, ctx.types);
-  // typdelim of the element type (a domain carries its base type's delimiter in pg_type).
-  const TypeInfo* et = ctx.types.find(r.element);
-  if (et == nullptr) et = ctx.types.find(element.oid);
-  const char delim = et != nullptr ? et->delimiter : ',';
-  auto& bufs = tl_elements;
-  const auto depth = static_cast<std::size_t>(ctx.depth);
-  if (bufs.size() <= depth) bufs.resize(depth + 1);
-  std::string& buf = bufs[depth];
-  // An array of a domain: the column has no modifier, the domain carries its base type's.
-  if (typmod < 0 && element.oid != r.element) typmod = ctx.types.domain_typmod(r.element);
-  ArrayParser parser(out, text, delim, element, typmod, ctx, buf);
-  return parser.parse();
-}
-
-}  // namespace
+using values::classify;
+using values::Ctx;
+using values::fail;
+using values::Kind;
+using values::map_scalar;
+using values::Resolved;
+using values::tl_text;
 
 ResolvedType resolve_type(std::uint32_t type_oid, std::int32_t typmod, const TypeRegistry& types) {
   const Resolved r = classify(type_oid, types);

@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "walrelay/core/headers.hpp"
+
 namespace walrelay::sink {
 
 std::string_view to_string(DeadLetterKind kind) {
@@ -21,11 +23,11 @@ std::string_view to_string(DeadLetterKind kind) {
 DeadLetterWriter::Result DeadLetterWriter::publish(RecordSource source, std::uint64_t unit,
                                                    const DeadLetter& dl) {
   lsn_ = dl.lsn.to_string();
-  const std::array<Header, 5> headers = {{{"walrelay.error.kind", to_string(dl.kind)},
-                                          {"walrelay.error.reason", dl.reason},
-                                          {"walrelay.source", dl.source},
-                                          {"walrelay.lsn", lsn_},
-                                          {"id", dl.event_id}}};
+  const std::array<Header, 5> headers = {{{header::kErrorKind, to_string(dl.kind)},
+                                          {header::kErrorReason, dl.reason},
+                                          {header::kSource, dl.source},
+                                          {header::kLsn, lsn_},
+                                          {header::kId, dl.event_id}}};
   Record rec{topic_, dl.key, dl.body,
              std::span<const Header>(headers.data(), dl.event_id.empty() ? 4 : 5), 0};
   PublishResult r = publisher_.publish(source, rec, unit);

@@ -13,6 +13,7 @@
 
 #include "allocator.hpp"
 #include "preflight.hpp"
+#include "walrelay/core/headers.hpp"
 #include "walrelay/decoder/plugin_options.hpp"
 #include "walrelay/kafka/security.hpp"
 
@@ -765,7 +766,7 @@ bool Connector::publish_pending() {
       const std::string key = rec.key ? std::string(*rec.key) : std::string("null");
       std::string event_id;
       for (const auto& h : rec.headers) {
-        if (h.name == "id") event_id = h.value;
+        if (h.name == header::kId) event_id = h.value;
       }
       const std::string reason = std::string("cannot publish to topic ") + std::string(rec.topic) +
                                  " (key " + key + ", transaction ending at LSN " +

@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 
 #include "pg_names.hpp"
+#include "walrelay/core/headers.hpp"
 
 namespace walrelay::snapshot {
 
@@ -571,7 +572,7 @@ std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_wate
   headers_.resize(owned_.size());
   for (std::size_t i = 0; i < owned_.size(); ++i) {
     const OwnedRecord& o = owned_[i];
-    headers_[i] = {Header{"id", o.id}};
+    headers_[i] = {Header{header::kId, o.id}};
     records_.push_back(
         Record{o.topic, o.has_key ? std::optional<std::string_view>(o.key) : std::nullopt,
                std::string_view(o.value), std::span<const Header>(headers_[i]), o.ts});

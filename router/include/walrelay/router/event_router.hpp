@@ -18,17 +18,14 @@
 #include "walrelay/core/lsn.hpp"
 #include "walrelay/core/record.hpp"
 #include "walrelay/decoder/change.hpp"
+#include "walrelay/router/commit_timestamp.hpp"
+#include "walrelay/router/mapping_error.hpp"
+#include "walrelay/router/outbox_record.hpp"
 #include "walrelay/router/table_schema.hpp"
 #include "walrelay/router/type_registry.hpp"
 #include "walrelay/router/value_mapping.hpp"
 
 namespace walrelay::router {
-
-/// Why a change could not be turned into an event (the change is not skipped: the connector stops
-/// or dead-letters it, and never confirms past it).
-struct MappingError {
-  std::string reason;
-};
 
 /// How the router treats one source table.
 enum class TableRole : std::uint8_t { kIgnored, kRowChange, kOutbox };
@@ -68,7 +65,8 @@ struct SnapshotRead {
 ///   topic (field order as Debezium's JsonConverter prints it), keyed by the key columns as compact
 ///   JSON in the key's declaration order; a DELETE is followed by a tombstone; an UPDATE
 ///   that changes the key becomes a delete (+ tombstone) of the old key and a create of the new.
-/// - Outbox tables and logical-message outboxes: one domain event per INSERT / message.
+/// - Outbox tables and logical-message outboxes: one domain event per INSERT / message, built by
+///   OutboxRecordBuilder (outbox_record.hpp), which other sources of outbox events share.
 /// - Every record carries header `id`: the outbox event id, or `<commit LSN>:<n>` with n the
 ///   record's index in its transaction (deterministic for the same WAL and configuration).
 ///
@@ -197,11 +195,11 @@ class EventRouter {
   [[nodiscard]] bool shape_refresh_due(const decoder::Change& c, const Rule& rule) const;
   std::expected<void, MappingError> route_outbox_row(const decoder::Change& c, const Rule& rule);
   std::expected<void, MappingError> route_message(const decoder::Change& c);
-  /// Names what is being mapped in an error ("outbox table public.outbox"); called only for one.
-  using ErrorContext = std::function<std::string()>;
+  /// One outbox event from `cols` (an outbox row's columns or a message's fields) into the next
+  /// slot, by outbox_builder_.
   std::expected<void, MappingError> emit_outbox(const config::OutboxConfig& ob,
                                                 const std::vector<decoder::Column>& cols,
-                                                const ErrorContext& where);
+                                                const OutboxRecordBuilder::ErrorContext& where);
 
   Slot& next_slot();
   /// Marks the open transaction as one pgoutput would send (a captured table's change or a
@@ -218,11 +216,13 @@ class EventRouter {
                     std::string& err, bool padded = false);
   bool append_after_image(std::string& out, const decoder::Change& c, const Rule& rule,
                           std::string& err);
-  /// One column's value (masked when configured), typed by the change; `sc` (may be null: the
-  /// catalog lacks the column) gives the typmod when it still has the change's type. `position`
-  /// indexes the rule's type cache. False (err set) when the value cannot be mapped.
+  /// One column's value of a before or after image: masked when configured (hex SHA-256 of the
+  /// salt and the value's text), else mapped by append_value with the change's type and `typmod`
+  /// (the catalog's, -1 when unknown). `not_null`: the catalog says NOT NULL, so a null is
+  /// wal2json's NaN-as-null (note_nan_as_null). `position` indexes the rule's type cache. False
+  /// (err set, naming the column) when the value cannot be mapped.
   bool append_column(std::string& out, const decoder::Column& col, const Rule& rule,
-                     std::size_t position, const ColumnInfo* sc, std::string& err);
+                     std::size_t position, std::int32_t typmod, bool not_null, std::string& err);
   /// The key's JSON into `out`; with `header`, also the key as Kafka Connect's
   /// SimpleHeaderConverter prints Debezium's key struct (the `__debezium.newkey`/`oldkey` header).
   /// Warns when a refresh gave `rule` another shape than `before` (columns, key, or none).
@@ -292,7 +292,7 @@ class EventRouter {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::size_t used_slots_ = 0;
   std::vector<Record> records_;
-  std::string scratch_;
+  OutboxRecordBuilder outbox_builder_;
   std::string scratch2_;
   // append_source's parts that change only with the transaction (see there), and their inputs.
   bool source_cache_valid_ = false;
@@ -313,13 +313,5 @@ class EventRouter {
   std::string message_buffer_;                   // padded copy of a message's content
   std::vector<decoder::Column> message_fields_;  // its top-level fields, as outbox columns
 };
-
-/// Parses a PostgreSQL timestamp as wal2json prints it with DateStyle ISO
-/// (`2026-11-30 00:14:37.104367+00`, offset optional: `+05:30`, none for timestamp without time
-/// zone = UTC) to µs since the Unix epoch. nullopt for other shapes (infinity, BC).
-std::optional<std::chrono::microseconds> parse_commit_timestamp(std::string_view text);
-
-/// parse_commit_timestamp in ms (rounded down).
-std::optional<std::int64_t> parse_commit_timestamp_ms(std::string_view text);
 
 }  // namespace walrelay::router
