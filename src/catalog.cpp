@@ -5,14 +5,18 @@
 #include <array>
 #include <vector>
 
-#include "pg_names.hpp"
+#include "walrelay/pg/async_connection.hpp"
 #include "walrelay/pg/client_encoding.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 
 namespace walrelay {
 
 namespace {
 
-using Rows = AsyncPgConnection::Rows;
+using Rows = pg::AsyncConnection::Rows;
 
 // A query's rows, or the server's error (blocking; `params` as text).
 std::expected<Rows, pg::Error> exec_blocking(PGconn* conn, const std::string& sql,
@@ -315,7 +319,7 @@ class Catalog::Load {
 Catalog::Catalog(boost::asio::any_io_executor executor, std::string conninfo,
                  std::string application_name, router::TypeRegistry& types)
     : conninfo_(std::move(conninfo)),
-      application_name_(replication::fit_application_name(std::move(application_name))),
+      application_name_(pg::fit_application_name(std::move(application_name))),
       types_(types),
       async_(std::move(executor), conninfo_, application_name_) {}
 
@@ -329,7 +333,7 @@ PGconn* Catalog::blocking_connection() {
   const char* keywords[] = {"dbname", "application_name", nullptr};
   const char* values[] = {conninfo_.c_str(), application_name_.c_str(), nullptr};
   blocking_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
-  replication::route_notices_to_log(blocking_);
+  pg::route_notices_to_log(blocking_);
   if (blocking_ == nullptr || PQstatus(blocking_) != CONNECTION_OK) {
     connect_failure_ = pg::error_from_connection(blocking_, conninfo_);
     last_error_ = connect_failure_.message;
@@ -357,7 +361,7 @@ std::expected<void, std::string> Catalog::connect() {
   return {};
 }
 
-void Catalog::query_async(std::string sql, AsyncPgConnection::Done done) {
+void Catalog::query_async(std::string sql, pg::AsyncConnection::Done done) {
   async_.query(std::move(sql), {}, std::move(done));
 }
 
@@ -419,7 +423,7 @@ void Catalog::load_async(std::shared_ptr<Load> load, std::string key, std::funct
     return;
   }
   async_.query(std::move(q->sql), std::move(q->params),
-               [this, load, key, done = std::move(done)](AsyncPgConnection::Result rows) mutable {
+               [this, load, key, done = std::move(done)](pg::AsyncConnection::Result rows) mutable {
                  if (auto taken = load->take(rows); !taken) {
                    last_error_ = taken.error();
                    const auto nul = key.find('\0');

@@ -12,7 +12,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "pg_names.hpp"
+#include "walrelay/pg/async_connection.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 #include "walrelay/router/table_schema.hpp"
 #include "walrelay/router/type_registry.hpp"
 
@@ -24,7 +28,7 @@ namespace walrelay {
 /// Queries run on first sight of a table, after a change showed a column the cached shape lacks,
 /// and for types the registry does not know. Two connections: a blocking one for start-up and
 /// snapshots (connect(), table() without a prefetch), and one driven without blocking
-/// (AsyncPgConnection) for what runs while streaming: prefetch() loads a table ahead, and table()
+/// (pg::AsyncConnection) for what runs while streaming: prefetch() loads a table ahead, and table()
 /// then answers from what was loaded; query_async() for the periodic checks. Not thread-safe.
 class Catalog final : public router::SchemaProvider {
  public:
@@ -48,7 +52,7 @@ class Catalog final : public router::SchemaProvider {
 
   /// Runs `sql` (no parameters, several statements allowed) on the non-blocking connection, after
   /// whatever is queued there; `done` gets the last statement's rows or the error.
-  void query_async(std::string sql, AsyncPgConnection::Done done);
+  void query_async(std::string sql, pg::AsyncConnection::Done done);
 
   /// Reads the table's shape again without blocking, and calls `done` on the executor when it is
   /// in the cache (or the lookup failed: logged, the cache keeps what it had). Until
@@ -100,7 +104,7 @@ class Catalog final : public router::SchemaProvider {
   std::string application_name_;
   router::TypeRegistry& types_;
   PGconn* blocking_ = nullptr;
-  AsyncPgConnection async_;
+  pg::AsyncConnection async_;
   std::unordered_map<std::string, bool> prefetched_;  // key → answered from the cache
   std::unordered_map<std::string, std::unique_ptr<router::TableSchema>> tables_;
   std::vector<std::unique_ptr<router::TableSchema>> retired_;  // replaced shapes, kept alive

@@ -6,13 +6,17 @@
 #include <set>
 
 #include "catalog.hpp"
-#include "pg_names.hpp"
 #include "preflight.hpp"
 #include "source_encoding.hpp"
 #include "state_store.hpp"
 #include "table_inventory.hpp"
 #include "walrelay/kafka/producer.hpp"
 #include "walrelay/kafka/security.hpp"
+#include "walrelay/pg/async_connection.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 #include "walrelay/router/event_router.hpp"
 
 namespace walrelay {
@@ -30,7 +34,7 @@ std::string join(const std::vector<std::string>& names) {
 // (preflight.hpp). False when `run` would refuse the tables (exit 2). `privileges_ok` is set false
 // when the role cannot SELECT a row-change table a snapshot would read (snapshot.mode not never):
 // `run` starts, but its snapshot fails with `permission denied` until it is granted.
-bool list_tables(replication::ReplicationStream& stream, const config::Config& cfg,
+bool list_tables(pg::ReplicationStream& stream, const config::Config& cfg,
                  const std::string& database, std::ostream& out, bool& privileges_ok) {
   std::vector<std::string> unmatched;
   std::vector<SkippedRelation> skipped;
@@ -61,11 +65,9 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
     const MatchedTable& t = *v.table;
     std::string privilege_failure;
     if (snapshots && v.role == router::TableRole::kRowChange) {
-      const std::string relation =
-          replication::quote_ident(t.schema) + "." + replication::quote_ident(t.table);
-      auto granted =
-          stream.query("SELECT has_table_privilege(" + replication::quote_literal(relation) +
-                       ", 'SELECT')::text, current_user::text");
+      const std::string relation = pg::quote_ident(t.schema) + "." + pg::quote_ident(t.table);
+      auto granted = stream.query("SELECT has_table_privilege(" + pg::quote_literal(relation) +
+                                  ", 'SELECT')::text, current_user::text");
       if (!granted || granted->empty()) {
         privilege_failure = "cannot check the SELECT privilege on " + t.schema + "." + t.table +
                             (granted ? std::string() : ": " + granted.error());
@@ -76,7 +78,7 @@ bool list_tables(replication::ReplicationStream& stream, const config::Config& c
                             std::string(config::to_string(cfg.snapshot.mode)) +
                             ") cannot read it (permission denied, retried until granted). "
                             "Run: GRANT SELECT ON " +
-                            relation + " TO " + replication::quote_ident(role) + ";";
+                            relation + " TO " + pg::quote_ident(role) + ";";
       }
     }
     out << "  " << t.schema << "." << t.table;
@@ -123,8 +125,8 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
       << " tables entries)\n";
   out << "postgres: " << config::mask_conninfo(cfg.source.conninfo) << "\n";
   boost::asio::io_context io;
-  replication::ReplicationStream stream(io.get_executor(), cfg.source.conninfo,
-                                        "walrelay-check-" + cfg.name);
+  pg::ReplicationStream stream(io.get_executor(), cfg.source.conninfo,
+                               "walrelay-check-" + cfg.name);
   if (auto sys = stream.connect(); !sys) {
     out << "  FAIL " << sys.error() << "\n";
     ok = false;

@@ -169,8 +169,8 @@ void Connector::start_session() {
     }
     producer_broken_ = false;
   }
-  stream_ = std::make_unique<replication::ReplicationStream>(
-      io_.get_executor(), cfg_.source.conninfo, "walrelay-" + cfg_.name);
+  stream_ = std::make_unique<pg::ReplicationStream>(io_.get_executor(), cfg_.source.conninfo,
+                                                    "walrelay-" + cfg_.name);
   reason_.clear();
   after_prepare_ = nullptr;
   const Outcome outcome = prepare();
@@ -221,12 +221,10 @@ void Connector::start_streaming() {
     finish(ExitCode::kOk);
     return;
   }
-  replication::ReplicationStream::Handlers handlers{
-      [this](const replication::XLogData& x) { on_xlogdata(x); },
-      [this](const replication::Keepalive& k) { on_keepalive(k); },
-      [this](replication::StreamEnd how, const std::string& reason) {
-        on_stream_end(how, reason);
-      }};
+  pg::ReplicationStream::Handlers handlers{
+      [this](const pg::XLogData& x) { on_xlogdata(x); },
+      [this](const pg::Keepalive& k) { on_keepalive(k); },
+      [this](pg::StreamEnd how, const std::string& reason) { on_stream_end(how, reason); }};
   // 0/0: the server resumes from the slot's confirmed_flush_lsn.
   if (auto started = stream_->start(cfg_.source.slot, Lsn{}, plugin_options_, std::move(handlers));
       !started) {
@@ -365,7 +363,7 @@ Connector::Outcome Connector::prepare() {
   // One walrelay per slot, also while it takes a snapshot (the slot is not active then): a
   // session-level advisory lock on this connection, released when it closes.
   auto locked = stream_->query("SELECT pg_try_advisory_lock(hashtext(" +
-                               replication::quote_literal("walrelay slot " + slot) + "))");
+                               pg::quote_literal("walrelay slot " + slot) + "))");
   if (!locked) {
     reason_ = "cannot take the slot's advisory lock: " + locked.error();
     return Outcome::kRetry;
@@ -601,14 +599,14 @@ bool Connector::note_session_failure(Lsn position, const std::string& reason) {
   return true;
 }
 
-void Connector::on_stream_end(replication::StreamEnd how, const std::string& reason) {
+void Connector::on_stream_end(pg::StreamEnd how, const std::string& reason) {
   if (stopping_ || !streaming_) return;
   // The position the stream had reached: where a deterministic decoding error repeats.
   if (note_session_failure(received_lsn_.is_zero() ? start_lsn_ : received_lsn_, reason)) return;
   end_session();
   after_session(Outcome::kRetry,
                 std::string("replication stream ended (") +
-                    (how == replication::StreamEnd::kServerEnded ? "by the server" : "error") +
+                    (how == pg::StreamEnd::kServerEnded ? "by the server" : "error") +
                     "): " + reason);
 }
 
@@ -651,7 +649,7 @@ void Connector::on_producer_fatal(const kafka::Error& error) {
   });
 }
 
-void Connector::on_xlogdata(const replication::XLogData& x) {
+void Connector::on_xlogdata(const pg::XLogData& x) {
   if (stopping_ || !streaming_) return;
   if (x.data_start > received_lsn_) received_lsn_ = x.data_start;
   // wal2json writes the database's encoding; everything after this works on UTF-8 (CASE-01).
@@ -892,7 +890,7 @@ void Connector::on_delivery(const kafka::DeliveryReport& r) {
   finish(ExitCode::kDeliveryFailed);
 }
 
-void Connector::on_keepalive(const replication::Keepalive& k) {
+void Connector::on_keepalive(const pg::Keepalive& k) {
   if (k.wal_end > server_wal_end_) server_wal_end_ = k.wal_end;
   // Nothing open or in flight: the server's WAL end is safe to confirm, so an idle database (or
   // one whose writes are all filtered out) does not pile up WAL behind the slot

@@ -19,7 +19,6 @@
 #include "catalog.hpp"
 #include "heartbeat.hpp"
 #include "metrics/http_server.hpp"
-#include "pg_names.hpp"
 #include "repeated_error.hpp"
 #include "snapshot/incremental_snapshot.hpp"
 #include "snapshot/snapshot_progress.hpp"
@@ -36,6 +35,11 @@
 #include "walrelay/kafka/producer.hpp"
 #include "walrelay/kafka/sliced_call.hpp"
 #include "walrelay/kafka/transactions.hpp"
+#include "walrelay/pg/async_connection.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 #include "walrelay/router/event_router.hpp"
 #include "walrelay/sink/ack_tracker.hpp"
 #include "walrelay/sink/dead_letter.hpp"
@@ -107,34 +111,33 @@ class Connector final : public app::System {
   void end_session();
   void create_producer();
 
-  void on_xlogdata(const replication::XLogData& x);
+  void on_xlogdata(const pg::XLogData& x);
   // Catalog lookups ahead of routing (connector_lookup.cpp).
   /// Starts the catalog lookup routing `c` needs, if any, without blocking: a copy of its line is
   /// kept and the stream paused, so the changes after it wait and nothing is confirmed past it;
   /// when the lookup completes the line is processed again and the stream resumes. True when `c`
   /// waits for a lookup.
-  bool wait_for_lookup(const replication::XLogData& x, const decoder::Change& c);
+  bool wait_for_lookup(const pg::XLogData& x, const decoder::Change& c);
   /// The same for a snapshot signal in `x` naming `tables`: the lookups of those whose shape is not
   /// cached (execute's checks would query the catalog, blocking). True when the signal waits.
-  bool wait_for_lookups(const replication::XLogData& x,
+  bool wait_for_lookups(const pg::XLogData& x,
                         const std::vector<std::pair<std::string, std::string>>& tables);
   /// Keeps `x` and pauses the stream until the lookups of `tables` (not cached) complete;
   /// `writer_xid`: the transaction of `x`'s change (Catalog::prefetch), 0 for none.
-  void park(const replication::XLogData& x,
-            const std::vector<std::pair<std::string, std::string>>& tables,
+  void park(const pg::XLogData& x, const std::vector<std::pair<std::string, std::string>>& tables,
             std::uint32_t writer_xid = 0);
   void on_lookup_done(std::uint64_t epoch);
   /// The XLogData whose change waits for its catalog lookup.
   struct ParkedLine {
     Lsn data_start;
     Lsn wal_end;
-    replication::PgEpochMicros send_time = 0;
+    pg::PgEpochMicros send_time = 0;
     std::string data;
   };
   std::optional<ParkedLine> parked_;
   bool replaying_parked_ = false;
-  void on_keepalive(const replication::Keepalive& k);
-  void on_stream_end(replication::StreamEnd how, const std::string& reason);
+  void on_keepalive(const pg::Keepalive& k);
+  void on_stream_end(pg::StreamEnd how, const std::string& reason);
   void on_delivery(const kafka::DeliveryReport& r);
   void on_producer_fatal(const kafka::Error& error);
   void send_status(bool reply_requested);
@@ -154,7 +157,7 @@ class Connector final : public app::System {
   /// A line that cannot be made UTF-8 (connector_encoding.cpp): a mapping error naming its LSN
   /// and, when they can be told, its table and key; the dead-letter record carries the line's
   /// bytes as received.
-  void on_unconvertible_line(const replication::XLogData& x, const decoder::TranscodeError& error);
+  void on_unconvertible_line(const pg::XLogData& x, const decoder::TranscodeError& error);
   /// Publishes `dead_letter` (through dead_letters_, the one dead-letter path) in place of an
   /// event of transaction `seq`; false if that failed (the connector then stops).
   bool publish_dead_letter(std::uint64_t seq, const sink::DeadLetter& dead_letter);
@@ -212,7 +215,7 @@ class Connector final : public app::System {
   /// A watermark or signal message of the stream (the line `x`): handled here (true), never
   /// published. A snapshot signal naming tables whose shapes are not cached waits for their lookups
   /// first (wait_for_lookups): it is handled when the line is processed again.
-  bool handle_snapshot_message(const replication::XLogData& x, const decoder::Change& c,
+  bool handle_snapshot_message(const pg::XLogData& x, const decoder::Change& c,
                                std::string_view original);
 
   // Per-message opaque: transaction seq (bits 0-47), session epoch (48-62), dead-letter (63).
@@ -220,7 +223,7 @@ class Connector final : public app::System {
 
   boost::asio::io_context& io_;
   config::Config cfg_;
-  std::unique_ptr<replication::ReplicationStream> stream_;
+  std::unique_ptr<pg::ReplicationStream> stream_;
   decoder::LineTranscoder transcoder_;  // the database's encoding → UTF-8, set each session
   std::string logged_encoding_;         // the server_encoding last logged
   decoder::Wal2JsonDecoder decoder_;
@@ -286,7 +289,7 @@ class Connector final : public app::System {
   app::Lifecycle* life_ = nullptr;  // set by start()
   std::minstd_rand jitter_;
 
-  replication::SystemInfo system_;
+  pg::SystemInfo system_;
   Lsn start_lsn_;       // the slot's confirmed_flush_lsn at the session's start
   Lsn received_lsn_;    // newest WAL position received (write LSN)
   Lsn server_wal_end_;  // newest server WAL end seen in a keepalive

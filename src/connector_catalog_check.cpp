@@ -58,7 +58,7 @@ void Connector::check_catalog() {
   auto failed = std::make_shared<bool>(false);
   for (std::size_t e = 0; e < cfg_.tables.size(); ++e) {
     catalog_->query_async(matcher->query(e),
-                          [this, matcher, failed, e](const AsyncPgConnection::Result& rows) {
+                          [this, matcher, failed, e](const pg::AsyncConnection::Result& rows) {
                             if (*failed) return;
                             if (!rows) {
                               *failed = true;

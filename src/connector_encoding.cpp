@@ -39,8 +39,7 @@ Connector::Outcome Connector::check_encoding() {
   return Outcome::kStreaming;
 }
 
-void Connector::on_unconvertible_line(const replication::XLogData& x,
-                                      const decoder::TranscodeError& error) {
+void Connector::on_unconvertible_line(const pg::XLogData& x, const decoder::TranscodeError& error) {
   // What the line is about, read from a copy whose bad bytes are U+FFFD: for the message and
   // the dead-letter headers only, never published.
   std::string source;

@@ -12,7 +12,7 @@
 
 namespace walrelay {
 
-bool Connector::wait_for_lookup(const replication::XLogData& x, const decoder::Change& c) {
+bool Connector::wait_for_lookup(const pg::XLogData& x, const decoder::Change& c) {
   if (!catalog_ || !router_) return false;
   auto need = router_->lookup_needed(c);
   if (!need || (!need->refresh && catalog_->cached(need->schema, need->table))) return false;
@@ -20,7 +20,7 @@ bool Connector::wait_for_lookup(const replication::XLogData& x, const decoder::C
   return true;
 }
 
-bool Connector::wait_for_lookups(const replication::XLogData& x,
+bool Connector::wait_for_lookups(const pg::XLogData& x,
                                  const std::vector<std::pair<std::string, std::string>>& tables) {
   if (!catalog_) return false;
   std::vector<std::pair<std::string, std::string>> missing;
@@ -35,7 +35,7 @@ bool Connector::wait_for_lookups(const replication::XLogData& x,
   return true;
 }
 
-void Connector::park(const replication::XLogData& x,
+void Connector::park(const pg::XLogData& x,
                      const std::vector<std::pair<std::string, std::string>>& tables,
                      std::uint32_t writer_xid) {
   parked_ = ParkedLine{x.data_start, x.wal_end, x.send_time, std::string(x.data)};
@@ -60,7 +60,7 @@ void Connector::on_lookup_done(std::uint64_t epoch) {
   ParkedLine line = std::move(*parked_);
   parked_.reset();
   if (!stopping_ && streaming_) {
-    const replication::XLogData x{line.data_start, line.wal_end, line.send_time, line.data};
+    const pg::XLogData x{line.data_start, line.wal_end, line.send_time, line.data};
     replaying_parked_ = true;
     on_xlogdata(x);  // routed now from what the lookup put in the catalog's cache
     replaying_parked_ = false;

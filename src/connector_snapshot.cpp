@@ -490,7 +490,7 @@ void Connector::start_incremental() {
   incremental_->kick();
 }
 
-bool Connector::handle_snapshot_message(const replication::XLogData& x, const decoder::Change& c,
+bool Connector::handle_snapshot_message(const pg::XLogData& x, const decoder::Change& c,
                                         std::string_view original) {
   if (c.action == decoder::Action::kMessage &&
       (c.prefix == snapshot::IncrementalSnapshot::kWatermarkPrefix ||

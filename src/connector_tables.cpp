@@ -76,8 +76,7 @@ Connector::Outcome Connector::check_tables() {
       // Leaf topics: a snapshot reads each leaf, so its rows go where its changes go.
       auto leaves =
           stream_->query("SELECT n.nspname, c.relname FROM pg_catalog.pg_partition_tree(" +
-                         replication::quote_literal(replication::quote_ident(schema) + "." +
-                                                    replication::quote_ident(table)) +
+                         pg::quote_literal(pg::quote_ident(schema) + "." + pg::quote_ident(table)) +
                          "::regclass) t JOIN pg_catalog.pg_class c ON c.oid = t.relid "
                          "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE "
                          "t.isleaf ORDER BY 1, 2");

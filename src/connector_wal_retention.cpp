@@ -18,8 +18,8 @@ void Connector::poll_retained_wal() {
       "restart_lsn::text, "
       "pg_catalog.pg_wal_lsn_diff(confirmed_flush_lsn, restart_lsn)::bigint "
       "FROM pg_catalog.pg_replication_slots WHERE slot_name = " +
-          replication::quote_literal(cfg_.source.slot),
-      [this](const AsyncPgConnection::Result& rows) {
+          pg::quote_literal(cfg_.source.slot),
+      [this](const pg::AsyncConnection::Result& rows) {
         if (!rows || rows->empty() || !(*rows)[0][0]) {
           retained_poll_running_ = false;
           return;
@@ -45,7 +45,7 @@ void Connector::name_wal_holder(long long behind_confirmed) {
       "to_char(now() - xact_start, 'HH24:MI:SS'), xact_start::text, coalesce(backend_type, '') "
       "FROM pg_catalog.pg_stat_activity WHERE backend_xid IS NOT NULL AND pid <> "
       "pg_catalog.pg_backend_pid() ORDER BY xact_start LIMIT 1",
-      [this, behind_confirmed](const AsyncPgConnection::Result& holder) {
+      [this, behind_confirmed](const pg::AsyncConnection::Result& holder) {
         if (holder && !holder->empty()) {
           retained_poll_running_ = false;
           const auto& h = (*holder)[0];
@@ -64,7 +64,7 @@ void Connector::name_wal_holder(long long behind_confirmed) {
         catalog_->query_async(
             "SELECT gid, to_char(now() - prepared, 'HH24:MI:SS') FROM "
             "pg_catalog.pg_prepared_xacts ORDER BY prepared LIMIT 1",
-            [this](const AsyncPgConnection::Result& prepared) {
+            [this](const pg::AsyncConnection::Result& prepared) {
               retained_poll_running_ = false;
               if (!prepared || prepared->empty()) return;
               const auto& p = (*prepared)[0];

@@ -54,7 +54,7 @@ void Heartbeat::report_failure(const std::string& what) {
 void Heartbeat::fire() {
   // heartbeat.query is UTF-8 text like the rest of the configuration: the connection's
   // client_encoding is walrelay's. Sent as a simple query (several statements allowed).
-  conn_.query(sql_, {}, [this](const AsyncPgConnection::Result& r) {
+  conn_.query(sql_, {}, [this](const pg::AsyncConnection::Result& r) {
     if (!running_) return;
     if (!r) {
       report_failure(r.error());

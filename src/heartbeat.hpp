@@ -4,8 +4,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <string>
 
-#include "pg_names.hpp"
 #include "walrelay/config/config.hpp"
+#include "walrelay/pg/async_connection.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 
 namespace walrelay {
 
@@ -17,7 +21,7 @@ namespace walrelay {
 /// The message is decoded like any other and never published (prefix `walrelay`).
 ///
 /// Its own ordinary libpq connection, driven without blocking on the executor, connecting
-/// included (AsyncPgConnection); a failed heartbeat is logged once and retried at the next
+/// included (pg::AsyncConnection); a failed heartbeat is logged once and retried at the next
 /// interval on a new connection.
 /// Not thread-safe: every call on the executor's thread.
 class Heartbeat {
@@ -40,7 +44,7 @@ class Heartbeat {
 
   config::HeartbeatConfig cfg_;
   std::string sql_;
-  AsyncPgConnection conn_;
+  pg::AsyncConnection conn_;
   boost::asio::steady_timer timer_;
   bool running_ = false;
   bool failing_ = false;  // the last heartbeat failed: log the next failure at debug only

@@ -211,7 +211,7 @@ bool slot_reset_allowed(const config::Config& cfg, const std::optional<SlotRecor
 }
 
 std::optional<Refusal> check_slot_record(const std::optional<SlotRecord>& record, bool allow_reset,
-                                         const replication::SystemInfo& server,
+                                         const pg::SystemInfo& server,
                                          const std::optional<Lsn>& fork) {
   if (!record || allow_reset) return std::nullopt;
   const std::string safe = record->confirmed.to_string();
@@ -236,7 +236,7 @@ std::optional<Refusal> check_slot_record(const std::optional<SlotRecord>& record
   return std::nullopt;
 }
 
-std::optional<Refusal> check_slot(const std::optional<replication::SlotInfo>& slot,
+std::optional<Refusal> check_slot(const std::optional<pg::SlotInfo>& slot,
                                   const std::optional<SlotRecord>& record, bool allow_reset,
                                   const config::Config& cfg, const std::string& database) {
   const std::string& name = cfg.source.slot;

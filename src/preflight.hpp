@@ -9,11 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "pg_names.hpp"
 #include "state_store.hpp"
 #include "table_inventory.hpp"
 #include "walrelay/app/exit_code.hpp"
 #include "walrelay/config/config.hpp"
+#include "walrelay/pg/async_connection.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 #include "walrelay/router/event_router.hpp"
 
 namespace walrelay {
@@ -111,7 +115,7 @@ bool slot_reset_allowed(const config::Config& cfg, const std::optional<SlotRecor
 /// naming the last safe LSN. nullopt: no record, `allow_reset`, or the record fits. `fork` is only
 /// read when the timelines differ.
 std::optional<Refusal> check_slot_record(const std::optional<SlotRecord>& record, bool allow_reset,
-                                         const replication::SystemInfo& server,
+                                         const pg::SystemInfo& server,
                                          const std::optional<Lsn>& fork);
 
 /// The slot as pg_replication_slots shows it (nullopt: it does not exist):
@@ -121,7 +125,7 @@ std::optional<Refusal> check_slot_record(const std::optional<SlotRecord>& record
 /// - invalidated (wal_status lost, e.g. by max_slot_wal_keep_size; PostgreSQL docs, view
 ///   "pg_replication_slots"): exit 5.
 /// nullopt: `run` creates the slot or streams from it (an active slot is waited for, not refused).
-std::optional<Refusal> check_slot(const std::optional<replication::SlotInfo>& slot,
+std::optional<Refusal> check_slot(const std::optional<pg::SlotInfo>& slot,
                                   const std::optional<SlotRecord>& record, bool allow_reset,
                                   const config::Config& cfg, const std::string& database);
 

@@ -4,9 +4,13 @@
 #include <cstdint>
 #include <map>
 
-#include "pg_names.hpp"
 #include "state_store.hpp"
 #include "walrelay/core/json.hpp"
+#include "walrelay/pg/async_connection.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 
 namespace walrelay {
 
@@ -70,15 +74,14 @@ ExitCode run_slot_command(const config::Config& cfg, const std::string& action, 
     return ExitCode::kConfigError;
   }
   boost::asio::io_context io;
-  replication::ReplicationStream stream(io.get_executor(), cfg.source.conninfo,
-                                        "walrelay-slot-" + cfg.name);
+  pg::ReplicationStream stream(io.get_executor(), cfg.source.conninfo, "walrelay-slot-" + cfg.name);
   auto sys = stream.connect();
   if (!sys) {
     out << "walrelay slot: " << sys.error() << "\n";
     return ExitCode::kRuntimeError;
   }
   const std::string& slot = cfg.source.slot;
-  const std::string lit = replication::quote_literal(slot);
+  const std::string lit = pg::quote_literal(slot);
   const std::string state_dir =
       cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir;
   Fields f = {{"slot", slot}, {"database", sys->dbname}, {"system", sys->system_id}};

@@ -56,15 +56,14 @@ std::expected<std::vector<std::string>, std::string> refused_snapshot_tables(
     }
     auto found = match_tables(
         [conn](const std::string& sql)
-            -> std::expected<std::vector<replication::ReplicationStream::Row>, std::string> {
+            -> std::expected<std::vector<pg::ReplicationStream::Row>, std::string> {
           PGresult* r = PQexec(conn, sql.c_str());
           if (PQresultStatus(r) != PGRES_TUPLES_OK) {
             std::string m = pq_message(PQresultErrorMessage(r));
             PQclear(r);
             return std::unexpected(m);
           }
-          std::vector<replication::ReplicationStream::Row> rows(
-              static_cast<std::size_t>(PQntuples(r)));
+          std::vector<pg::ReplicationStream::Row> rows(static_cast<std::size_t>(PQntuples(r)));
           for (int i = 0; i < PQntuples(r); ++i) {
             for (int j = 0; j < PQnfields(r); ++j) {
               rows[static_cast<std::size_t>(i)].push_back(

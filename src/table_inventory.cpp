@@ -62,8 +62,8 @@ std::string glob_to_like(const std::string& glob) {
 }
 
 std::expected<std::vector<MatchedTable>, std::string> match_tables(
-    replication::ReplicationStream& stream, const config::Config& cfg,
-    std::vector<std::string>* unmatched, std::vector<SkippedRelation>* skipped) {
+    pg::ReplicationStream& stream, const config::Config& cfg, std::vector<std::string>* unmatched,
+    std::vector<SkippedRelation>* skipped) {
   return match_tables([&stream](const std::string& sql) { return stream.query(sql); }, cfg,
                       unmatched, skipped);
 }
@@ -83,12 +83,11 @@ std::string TableMatcher::query(std::size_t e) const {
          "AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
          "AND n.nspname NOT LIKE 'pg\\_toast%' "
          "AND n.nspname LIKE " +
-         replication::quote_literal(glob_to_like(tc.schema_pattern)) + " AND c.relname LIKE " +
-         replication::quote_literal(glob_to_like(tc.table_pattern)) + " ORDER BY 1, 2";
+         pg::quote_literal(glob_to_like(tc.schema_pattern)) + " AND c.relname LIKE " +
+         pg::quote_literal(glob_to_like(tc.table_pattern)) + " ORDER BY 1, 2";
 }
 
-void TableMatcher::take(std::size_t e,
-                        const std::vector<replication::ReplicationStream::Row>& rows) {
+void TableMatcher::take(std::size_t e, const std::vector<pg::ReplicationStream::Row>& rows) {
   const auto& tc = cfg_.tables[e];
   bool any = false;
   for (const auto& r : rows) {

@@ -10,8 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "pg_names.hpp"
 #include "walrelay/config/config.hpp"
+#include "walrelay/pg/async_connection.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 
 namespace walrelay {
 
@@ -42,7 +46,7 @@ struct SkippedRelation {
 
 /// Runs one catalog query; Row cells are nullopt for SQL NULL.
 using CatalogQuery =
-    std::function<std::expected<std::vector<replication::ReplicationStream::Row>, std::string>(
+    std::function<std::expected<std::vector<pg::ReplicationStream::Row>, std::string>(
         const std::string& sql)>;
 
 /// match_tables in steps, for a caller that runs the catalog queries itself (without blocking,
@@ -53,7 +57,7 @@ class TableMatcher {
   /// The SQL for `tables` entry `entry`.
   [[nodiscard]] std::string query(std::size_t entry) const;
   /// Its rows: adds to `matched`, `unmatched` and `skipped`.
-  void take(std::size_t entry, const std::vector<replication::ReplicationStream::Row>& rows);
+  void take(std::size_t entry, const std::vector<pg::ReplicationStream::Row>& rows);
 
   std::vector<MatchedTable> matched;
   std::vector<std::string> unmatched;
@@ -75,7 +79,7 @@ std::expected<std::vector<MatchedTable>, std::string> match_tables(
 
 /// match_tables on the replication connection (before START_REPLICATION).
 std::expected<std::vector<MatchedTable>, std::string> match_tables(
-    replication::ReplicationStream& stream, const config::Config& cfg,
+    pg::ReplicationStream& stream, const config::Config& cfg,
     std::vector<std::string>* unmatched = nullptr, std::vector<SkippedRelation>* skipped = nullptr);
 
 /// The key columns a table's row-change events are keyed by: the entry's key_columns, else the

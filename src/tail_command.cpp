@@ -8,11 +8,15 @@
 #include <optional>
 
 #include "catalog.hpp"
-#include "pg_names.hpp"
 #include "source_encoding.hpp"
 #include "walrelay/core/json.hpp"
 #include "walrelay/decoder/plugin_options.hpp"
 #include "walrelay/decoder/wal2json_decoder.hpp"
+#include "walrelay/pg/async_connection.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 #include "walrelay/router/event_router.hpp"
 
 namespace walrelay {
@@ -50,8 +54,7 @@ void print_record(std::ostream& out, const Record& r) {
 ExitCode tail(const config::Config& cfg, bool from_slot, std::size_t max, std::ostream& out,
               bool numeric_strings) {
   boost::asio::io_context io;
-  replication::ReplicationStream stream(io.get_executor(), cfg.source.conninfo,
-                                        "walrelay-tail-" + cfg.name);
+  pg::ReplicationStream stream(io.get_executor(), cfg.source.conninfo, "walrelay-tail-" + cfg.name);
   auto sys = stream.connect();
   if (!sys) {
     spdlog::error("tail: {}", sys.error());
@@ -124,8 +127,8 @@ ExitCode tail(const config::Config& cfg, bool from_slot, std::size_t max, std::o
       }
     }
   };
-  replication::ReplicationStream::Handlers handlers{
-      [&](const replication::XLogData& x) {
+  pg::ReplicationStream::Handlers handlers{
+      [&](const pg::XLogData& x) {
         if (enough()) return;
         if (x.data_start > received) received = x.data_start;
         auto utf8 = transcoder->to_utf8(x.data);
@@ -161,11 +164,11 @@ ExitCode tail(const config::Config& cfg, bool from_slot, std::size_t max, std::o
         }
         emit(*routed);
       },
-      [&](const replication::Keepalive& k) {
+      [&](const pg::Keepalive& k) {
         // Never confirms anything: flush 0/0 leaves the slot where it is.
         if (k.reply_requested) stream.send_status(received, Lsn{}, Lsn{}, false);
       },
-      [&](replication::StreamEnd, const std::string& reason) {
+      [&](pg::StreamEnd, const std::string& reason) {
         spdlog::error("tail: the stream ended: {}", reason);
         result = ExitCode::kRuntimeError;
         io.stop();

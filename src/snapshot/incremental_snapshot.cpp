@@ -6,8 +6,12 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 
-#include "pg_names.hpp"
 #include "walrelay/core/headers.hpp"
+#include "walrelay/pg/async_connection.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 
 namespace walrelay::snapshot {
 
@@ -70,17 +74,16 @@ bool IncrementalSnapshot::busy() const {
 }
 
 void IncrementalSnapshot::write_watermark(const std::string& kind, std::function<void()> then) {
-  AsyncPgConnection* conn = connection();
+  pg::AsyncConnection* conn = connection();
   if (conn == nullptr) return;
   // A transactional logical message, committed on its own (autocommit): it enters the stream at
   // its commit, in commit order with every other transaction. Its message may reach the stream
   // before this write's answer does.
-  conn->query_params("SELECT pg_logical_emit_message(true, " +
-                         replication::quote_literal(kWatermarkPrefix) + ", " +
-                         replication::quote_literal(kind + ":" + chunk_id_) + ")",
+  conn->query_params("SELECT pg_logical_emit_message(true, " + pg::quote_literal(kWatermarkPrefix) +
+                         ", " + pg::quote_literal(kind + ":" + chunk_id_) + ")",
                      {}, {},
                      [this, alive = std::weak_ptr<int>(alive_), id = chunk_id_, kind,
-                      then = std::move(then)](AsyncPgConnection::Result r) {
+                      then = std::move(then)](pg::AsyncConnection::Result r) {
                        if (alive.expired() || !current(id)) return;
                        if (!r) {
                          retry_later("cannot write the " + kind + " watermark: " + r.error());
@@ -263,16 +266,16 @@ void IncrementalSnapshot::persist(const std::function<void(TableProgress&)>& cha
   }
 }
 
-AsyncPgConnection* IncrementalSnapshot::connection() {
+pg::AsyncConnection* IncrementalSnapshot::connection() {
   if (conn_) return conn_.get();
   // The settings the replication connection pins, so value texts equal wal2json's.
-  auto options = replication::pinned_startup_options(settings_.conninfo);
+  auto options = pg::pinned_startup_options(settings_.conninfo);
   if (!options) {
     retry_later(options.error());
     return nullptr;
   }
-  conn_ = std::make_unique<AsyncPgConnection>(executor_, settings_.conninfo,
-                                              settings_.application_name);
+  conn_ = std::make_unique<pg::AsyncConnection>(executor_, settings_.conninfo,
+                                                settings_.application_name);
   conn_->set_startup_options(std::move(*options) + read_every_row_options(settings_.row_security));
   return conn_.get();
 }
@@ -354,14 +357,14 @@ void IncrementalSnapshot::on_shape(const router::TableSchema* shape) {
 }
 
 void IncrementalSnapshot::read_chunk() {
-  AsyncPgConnection* conn = connection();
+  pg::AsyncConnection* conn = connection();
   if (conn == nullptr) return;
   // 2. The chunk in a REPEATABLE READ transaction whose snapshot is read back after it. Each
   // statement is sent once the one before succeeded: a reconnect between them would run the rest
   // outside the transaction.
   conn->query(
       "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", {},
-      [this, alive = std::weak_ptr<int>(alive_), id = chunk_id_](AsyncPgConnection::Result b) {
+      [this, alive = std::weak_ptr<int>(alive_), id = chunk_id_](pg::AsyncConnection::Result b) {
         if (alive.expired() || !current(id)) return;
         if (!b) {
           retry_later("cannot start the chunk's transaction: " + b.error());
@@ -376,7 +379,7 @@ void IncrementalSnapshot::read_chunk() {
         }
         conn_->query_params(chunk_query(plan_, t.last_key.has_value(), settings_.chunk_size),
                             std::move(params), std::move(types),
-                            [this, alive, id](AsyncPgConnection::Result r) {
+                            [this, alive, id](pg::AsyncConnection::Result r) {
                               if (!alive.expired() && current(id) && phase_ == Phase::kReading) {
                                 on_rows(std::move(r));
                               }
@@ -384,10 +387,10 @@ void IncrementalSnapshot::read_chunk() {
       });
 }
 
-void IncrementalSnapshot::on_rows(AsyncPgConnection::Result result) {
+void IncrementalSnapshot::on_rows(pg::AsyncConnection::Result result) {
   if (!result) {
     const std::string sqlstate = conn_->last_sqlstate();
-    conn_->query("ROLLBACK", {}, [](const AsyncPgConnection::Result&) {});
+    conn_->query("ROLLBACK", {}, [](const pg::AsyncConnection::Result&) {});
     TableProgress& t = progress_.tables[table_];
     if (is_changed_columns(sqlstate)) {
       // A column was dropped or renamed: the next chunk is planned on the table's new shape
@@ -412,8 +415,7 @@ void IncrementalSnapshot::on_rows(AsyncPgConnection::Result result) {
     if (sqlstate == "42501") {
       // No SELECT privilege: retried every second (a GRANT fixes it without a restart), said
       // once as an error naming the fix, and /ready says so meanwhile (blocked()).
-      const std::string relation =
-          replication::quote_ident(t.schema) + "." + replication::quote_ident(t.table);
+      const std::string relation = pg::quote_ident(t.schema) + "." + pg::quote_ident(t.table);
       std::string why = "cannot read " + t.schema + "." + t.table + ": " + result.error() +
                         ". Run GRANT SELECT ON " + relation +
                         " TO the role of source.conninfo; retrying every second";
@@ -442,15 +444,15 @@ void IncrementalSnapshot::on_rows(AsyncPgConnection::Result result) {
   conn_->query(
       "SELECT pg_current_snapshot()::text, (SELECT reltuples FROM pg_catalog.pg_class WHERE oid = "
       "to_regclass($1))::text",
-      {replication::quote_ident(t.schema) + "." + replication::quote_ident(t.table)},
-      [this, alive = std::weak_ptr<int>(alive_), id = chunk_id_](AsyncPgConnection::Result snap) {
+      {pg::quote_ident(t.schema) + "." + pg::quote_ident(t.table)},
+      [this, alive = std::weak_ptr<int>(alive_), id = chunk_id_](pg::AsyncConnection::Result snap) {
         if (!alive.expired() && current(id) && phase_ == Phase::kReading) {
           on_snapshot(std::move(snap));
         }
       });
 }
 
-void IncrementalSnapshot::on_snapshot(AsyncPgConnection::Result snap) {
+void IncrementalSnapshot::on_snapshot(pg::AsyncConnection::Result snap) {
   if (!snap || snap->size() != 1 || snap->front().empty() || !snap->front()[0]) {
     retry_later("cannot read the chunk's snapshot" + (snap ? std::string() : ": " + snap.error()));
     return;
@@ -484,7 +486,7 @@ void IncrementalSnapshot::on_snapshot(AsyncPgConnection::Result snap) {
   });
   // Ends the chunk's transaction (its answer is not needed: the high watermark follows it on the
   // same connection, and a read-only transaction has nothing to commit).
-  conn_->query("COMMIT", {}, [](const AsyncPgConnection::Result&) {});
+  conn_->query("COMMIT", {}, [](const pg::AsyncConnection::Result&) {});
   // 3. The high watermark, committed after the SELECT's result is complete. Its message may
   // reach the stream before the write's answer: the chunk waits for it from now on.
   phase_ = Phase::kWaitingHigh;

@@ -14,11 +14,15 @@
 #include <unordered_set>
 #include <vector>
 
-#include "pg_names.hpp"
 #include "snapshot/snapshot_figures.hpp"
 #include "snapshot/snapshot_progress.hpp"
 #include "snapshot/table_query.hpp"
 #include "walrelay/core/record.hpp"
+#include "walrelay/pg/async_connection.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 #include "walrelay/router/event_router.hpp"
 
 namespace walrelay::snapshot {
@@ -42,7 +46,7 @@ namespace walrelay::snapshot {
 /// published.
 ///
 /// Nothing of a chunk blocks the event loop: the table's shape is read with `ShapeReader`, and the
-/// watermarks, the chunk's transaction and its SELECT run on an AsyncPgConnection, each step sent
+/// watermarks, the chunk's transaction and its SELECT run on an pg::AsyncConnection, each step sent
 /// once the one before it has completed, so a chunk that waits (on a lock, say) never delays the
 /// stream, its delivery reports or standby status updates.
 ///
@@ -180,9 +184,9 @@ class IncrementalSnapshot {
   [[nodiscard]] bool seen_by_snapshot(std::uint32_t xid) const;
   /// Drops the chunk when its window holds more than max_window_keys keys (retried later).
   void bound_window();
-  void on_rows(AsyncPgConnection::Result result);
+  void on_rows(pg::AsyncConnection::Result result);
   /// The chunk's snapshot (pg_current_snapshot() text) read: commits and writes the high mark.
-  void on_snapshot(AsyncPgConnection::Result snap);
+  void on_snapshot(pg::AsyncConnection::Result snap);
   /// Drops the chunk and tries again in a second; `quiet`: logged at debug level (the reason was
   /// already logged as an error).
   void retry_later(const std::string& why, bool quiet = false);
@@ -196,7 +200,7 @@ class IncrementalSnapshot {
   void release_window();
   /// The chunk connection (created, connecting lazily, when there is none); nullptr (retrying
   /// later) when the conninfo cannot be parsed.
-  AsyncPgConnection* connection();
+  pg::AsyncConnection* connection();
   /// The first unfinished table that is still captured as a row-change table (one taken out of
   /// `tables` since it was queued stays queued, unread).
   std::optional<std::size_t> next_table() const;
@@ -209,7 +213,7 @@ class IncrementalSnapshot {
   SnapshotProgressStore& store_;
   SnapshotProgress progress_;
   ShapeReader read_shape_;
-  std::unique_ptr<AsyncPgConnection> conn_;
+  std::unique_ptr<pg::AsyncConnection> conn_;
   boost::asio::steady_timer retry_timer_;
 
   Phase phase_ = Phase::kIdle;

@@ -2,8 +2,12 @@
 
 #include <libpq-fe.h>
 
-#include "pg_names.hpp"
+#include "walrelay/pg/async_connection.hpp"
 #include "walrelay/pg/client_encoding.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 
 namespace walrelay::snapshot {
 
@@ -13,7 +17,7 @@ std::expected<std::string, std::string> send_signal(const std::string& conninfo,
   const char* keywords[] = {"dbname", "application_name", nullptr};
   const char* values[] = {conninfo.c_str(), "walrelay-snapshot-signal", nullptr};
   PGconn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
-  replication::route_notices_to_log(conn);
+  pg::route_notices_to_log(conn);
   auto message = [](PGconn* c) {
     std::string m = c != nullptr ? PQerrorMessage(c) : "out of memory";
     while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();

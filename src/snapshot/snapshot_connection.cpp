@@ -2,8 +2,12 @@
 
 #include <boost/asio/post.hpp>
 
-#include "pg_names.hpp"
+#include "walrelay/pg/async_connection.hpp"
 #include "walrelay/pg/client_encoding.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 
 namespace walrelay::snapshot {
 
@@ -27,20 +31,20 @@ SnapshotConnection::SnapshotConnection(asio::any_io_executor executor, std::stri
                                        std::string application_name)
     : executor_(std::move(executor)),
       conninfo_(std::move(conninfo)),
-      application_name_(replication::fit_application_name(std::move(application_name))) {}
+      application_name_(pg::fit_application_name(std::move(application_name))) {}
 
 SnapshotConnection::~SnapshotConnection() {
   close();
 }
 
 std::expected<void, std::string> SnapshotConnection::connect(std::string_view extra_options) {
-  auto options = replication::pinned_startup_options(conninfo_);
+  auto options = pg::pinned_startup_options(conninfo_);
   if (!options) return std::unexpected(options.error());
   *options += extra_options;
   const char* keywords[] = {"dbname", "options", "application_name", nullptr};
   const char* values[] = {conninfo_.c_str(), options->c_str(), application_name_.c_str(), nullptr};
   conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
-  replication::route_notices_to_log(conn_);
+  pg::route_notices_to_log(conn_);
   if (conn_ == nullptr) return std::unexpected("out of memory creating a snapshot connection");
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string msg = trim(PQerrorMessage(conn_));

@@ -23,7 +23,7 @@ using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
 /// One ordinary (non-replication) libpq connection that reads snapshot chunks without blocking the
 /// event loop: queries are sent with PQsendQueryParams and their results collected when the socket
 /// is readable (libpq docs §34.4 "Asynchronous Command Processing"). The session pins the settings
-/// the replication connection pins (`replication::pinned_startup_options`), so value texts equal
+/// the replication connection pins (`pg::pinned_startup_options`), so value texts equal
 /// wal2json's. Owned by the snapshotter; every call on the executor's thread.
 class SnapshotConnection {
  public:

@@ -6,8 +6,12 @@
 #include <boost/asio/post.hpp>
 #include <charconv>
 
-#include "pg_names.hpp"
 #include "walrelay/core/json.hpp"
+#include "walrelay/pg/async_connection.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 
 namespace walrelay::snapshot {
 
@@ -26,7 +30,7 @@ constexpr int kChunkBits = 40;
 constexpr std::uint64_t kChunkMask = (1ull << kChunkBits) - 1;
 
 std::string qualified(const std::string& schema, const std::string& table) {
-  return replication::quote_ident(schema) + "." + replication::quote_ident(table);
+  return pg::quote_ident(schema) + "." + pg::quote_ident(table);
 }
 
 // The column texts of `row` of `res` (nullopt for NULL), into `out`.
@@ -160,7 +164,7 @@ bool Snapshotter::begin_read(Worker& w) {
   // DDL on a table that was read is not blocked for the rest of the snapshot.
   std::vector<std::string> sql = {"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"};
   if (!exported_.empty() && (w.table == nullptr || !w.table->current_state)) {
-    sql.push_back("SET TRANSACTION SNAPSHOT " + replication::quote_literal(exported_));
+    sql.push_back("SET TRANSACTION SNAPSHOT " + pg::quote_literal(exported_));
   }
   for (const auto& statement : sql) {
     if (auto r = w.conn->exec(statement); !r) {
@@ -243,7 +247,7 @@ bool Snapshotter::prepare_table(Worker& w, Table& t) {
   t.plan = std::move(*plan);
   t.started = std::chrono::steady_clock::now();
   if (auto r = w.conn->exec("SELECT reltuples FROM pg_catalog.pg_class WHERE oid = to_regclass(" +
-                            replication::quote_literal(qualified(p.schema, p.table)) + ")");
+                            pg::quote_literal(qualified(p.schema, p.table)) + ")");
       r && PQntuples(r->get()) == 1) {
     const double reltuples = std::strtod(PQgetvalue(r->get(), 0, 0), nullptr);
     t.estimated = reltuples >= 0;  // -1 until the table is first vacuumed or analysed
@@ -311,7 +315,7 @@ void Snapshotter::read_chunk(Worker& w) {
   const bool on_export = !exported_.empty() && !t.current_state;
   std::string batch = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; ";
   if (on_export) {
-    batch += "SET TRANSACTION SNAPSHOT " + replication::quote_literal(exported_) + "; " +
+    batch += "SET TRANSACTION SNAPSHOT " + pg::quote_literal(exported_) + "; " +
              same_file_query(t.plan) + "; ";
   }
   batch += chunk_query_literal(t.plan, t.have_next_after ? &t.next_after : nullptr,

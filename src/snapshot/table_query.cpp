@@ -2,9 +2,13 @@
 
 #include <algorithm>
 
-#include "pg_names.hpp"
 #include "walrelay/core/json.hpp"
 #include "walrelay/decoder/utf8.hpp"
+#include "walrelay/pg/async_connection.hpp"
+#include "walrelay/pg/error.hpp"
+#include "walrelay/pg/notices.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/pg/wire.hpp"
 
 namespace walrelay::snapshot {
 
@@ -71,13 +75,12 @@ std::optional<TableReadPlan> make_read_plan(const router::TableSchema& shape,
   plan.select = "SELECT ";
   for (std::size_t i = 0; i < shape.columns.size(); ++i) {
     if (i > 0) plan.select += ", ";
-    plan.select += replication::quote_ident(shape.columns[i].name);
+    plan.select += pg::quote_ident(shape.columns[i].name);
   }
   // ONLY: an inheritance parent's own rows (its children's changes are streamed under their own
   // names); a partitioned table's rows are all in its partitions.
   plan.select += shape.partitioned ? " FROM " : " FROM ONLY ";
-  plan.select +=
-      replication::quote_ident(shape.schema) + "." + replication::quote_ident(shape.table);
+  plan.select += pg::quote_ident(shape.schema) + "." + pg::quote_ident(shape.table);
   return plan;
 }
 
@@ -89,7 +92,7 @@ std::string keyset_query(const TableReadPlan& plan, const std::string& after, st
   std::string sql = plan.select;
   std::string cols;
   for (std::size_t i = 0; i < plan.key.size(); ++i) {
-    cols += (i > 0 ? ", " : "") + replication::quote_ident(plan.key[i]);
+    cols += (i > 0 ? ", " : "") + pg::quote_ident(plan.key[i]);
   }
   if (!after.empty()) sql += " WHERE (" + cols + ") > (" + after + ")";
   sql += " ORDER BY " + cols + " LIMIT " + std::to_string(limit);
@@ -130,11 +133,10 @@ std::string chunk_query_literal(const TableReadPlan& plan, const KeyText* after,
 }
 
 std::string same_file_query(const TableReadPlan& plan) {
-  const std::string regclass =
-      "to_regclass(" +
-      replication::quote_literal(replication::quote_ident(plan.shape->schema) + "." +
-                                 replication::quote_ident(plan.shape->table)) +
-      ")";
+  const std::string regclass = "to_regclass(" +
+                               pg::quote_literal(pg::quote_ident(plan.shape->schema) + "." +
+                                                 pg::quote_ident(plan.shape->table)) +
+                               ")";
   return "SELECT coalesce(bool_and(c.relfilenode = pg_relation_filenode(c.oid)), true) FROM "
          "pg_catalog.pg_class c WHERE c.oid IN (SELECT " +
          regclass + " UNION ALL SELECT relid FROM pg_catalog.pg_partition_tree(" + regclass +

@@ -29,8 +29,8 @@ SlotRecord record(std::string system, std::uint32_t timeline, Lsn confirmed) {
   return r;
 }
 
-replication::SystemInfo server(std::string system, std::uint32_t timeline) {
-  replication::SystemInfo s;
+pg::SystemInfo server(std::string system, std::uint32_t timeline) {
+  pg::SystemInfo s;
   s.system_id = std::move(system);
   s.timeline = timeline;
   s.dbname = "app";
@@ -95,7 +95,7 @@ TEST(PreflightRules, TheSlotMustBeUsable) {
   ASSERT_TRUE(no_create);
   EXPECT_EQ(no_create->code, ExitCode::kRuntimeError);
   // Present: a logical wal2json slot of this database that is not lost.
-  replication::SlotInfo s;
+  pg::SlotInfo s;
   s.plugin = "wal2json";
   s.slot_type = "logical";
   s.database = "app";
