@@ -26,8 +26,9 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
   using decoder::Action;
   if (!rule.collision.empty()) return std::unexpected(MappingError{rule.collision});
   // DDL can change a table's columns between two rows of one transaction, and a name can be
-  // dropped and re-created with another shape (shared/cases/CASE-06): map each line by its own
-  // column list, and re-read the catalog when the line's columns disagree with the cached shape.
+  // dropped and re-created with another shape (tests/integration/cases/CASE-06.sql): map each line
+  // by its own column list, and re-read the catalog when the line's columns disagree with the
+  // cached shape.
   if (rule.schema != nullptr && schemas_ != nullptr && snapshot_ == nullptr) {
     bool refresh = shape_refresh_due(c, rule);
     if (refresh && !shape_mismatch(c, rule)) rule.shape_verified = coarse_monotonic();
@@ -214,8 +215,8 @@ std::expected<void, MappingError> EventRouter::route_row(const decoder::Change& 
     case Action::kUpdate: {
       if (!ops.update) return {};
       // A key change is detected by comparing the old key values (identity) with the new ones,
-      // not by the presence of `identity` (shared/cases/BUG-11.md). Debezium publishes it as a
-      // delete of the old key (+ tombstone) and a create of the new key.
+      // not by the presence of `identity` (tests/integration/cases/BUG-11.sql). Debezium publishes
+      // it as a delete of the old key (+ tombstone) and a create of the new key.
       bool key_changed = false;
       if (!c.identity.empty()) {
         for (const auto& old : c.identity) {

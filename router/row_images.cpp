@@ -51,8 +51,8 @@ const ResolvedType& EventRouter::column_type(const Rule& rule, std::size_t posit
 
 void EventRouter::note_nan_as_null(const Rule& rule, const decoder::Column& col) {
   // A NOT NULL column cannot hold SQL NULL: wal2json < 2.6 prints NaN and ±Infinity of numeric,
-  // real and double precision as `null` (shared/cases/README.md item 6). Count it and say so once
-  // per column; the value cannot be recovered from this plugin version.
+  // real and double precision as `null` (tests/unit/router_test.cpp, NanAsNull…). Count it and say
+  // so once per column; the value cannot be recovered from this plugin version.
   const std::uint32_t type = types_.resolve_domain(col.type_oid);
   if (type != oid::kNumeric && type != oid::kFloat4 && type != oid::kFloat8) return;
   ++nan_as_null_;

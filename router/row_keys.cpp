@@ -14,11 +14,12 @@ using detail::find_column;
 using detail::join_names;
 
 bool EventRouter::select_key(const decoder::Change& c, const Rule& rule, std::string& err) {
-  // The columns an event is keyed by, from the change itself (shared/cases/CASE-05: a key never
-  // depends on when walrelay last read the catalog): the tables entry's key_columns; else the
-  // line's own `pk` (wal2json's primary key of the row as written), in the constraint's order
-  // when the catalog's primary key names the same columns (Debezium keys in the key's declaration
-  // order); else, for a table without a primary key, its REPLICA IDENTITY index as written.
+  // The columns an event is keyed by, from the change itself (tests/integration/cases/CASE-05.sql:
+  // a key never depends on when walrelay last read the catalog): the tables entry's key_columns;
+  // else the line's own `pk` (wal2json's primary key of the row as written), in the constraint's
+  // order when the catalog's primary key names the same columns (Debezium keys in the key's
+  // declaration order); else, for a table without a primary key, its REPLICA IDENTITY index as
+  // written.
   key_order_.clear();
   if (!rule.key_columns.empty()) {
     for (const auto& k : rule.key_columns) key_order_.emplace_back(k);

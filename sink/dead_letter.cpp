@@ -20,6 +20,12 @@ std::string_view to_string(DeadLetterKind kind) {
   return "mapping";
 }
 
+std::string lsn_suffix(std::string_view reason, Lsn lsn) {
+  const std::string text = lsn.to_string();
+  if (reason.find("LSN " + text) != std::string_view::npos) return {};
+  return " (LSN " + text + ")";
+}
+
 DeadLetterWriter::Result DeadLetterWriter::publish(RecordSource source, std::uint64_t unit,
                                                    const DeadLetter& dl) {
   lsn_ = dl.lsn.to_string();
@@ -43,10 +49,8 @@ DeadLetterWriter::Result DeadLetterWriter::publish(RecordSource source, std::uin
     return out;
   }
   out.bytes = kafka::record_bytes(rec);
-  // A mapping error's reason often names its LSN already ("(xid …, LSN …)"): not twice.
-  const bool names_lsn = dl.reason.find("LSN " + lsn_) != std::string_view::npos;
-  spdlog::warn("dead-lettered ({}) to {}: {}{}{}{}", to_string(dl.kind), topic_, dl.reason,
-               names_lsn ? "" : " (LSN ", names_lsn ? "" : lsn_, names_lsn ? "" : ")");
+  spdlog::warn("dead-lettered ({}) to {}: {}{}", to_string(dl.kind), topic_, dl.reason,
+               lsn_suffix(dl.reason, dl.lsn));
   return out;
 }
 

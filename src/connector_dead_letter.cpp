@@ -50,15 +50,11 @@ bool Connector::publish_dead_letter(std::uint64_t seq, const sink::DeadLetter& d
   const sink::DeadLetterWriter::Result r =
       dead_letters_->publish(sink::RecordSource::kStream, opaque(seq, true), dead_letter);
   if (!r.queued()) {
-    // A mapping error's reason already names its LSN ("(xid …, LSN …)"): not twice.
-    const std::string lsn = dead_letter.lsn.to_string();
-    const std::string at = dead_letter.reason.find("LSN " + lsn) == std::string_view::npos
-                               ? " (LSN " + lsn + ")"
-                               : std::string();
     spdlog::error(
         "{}{}; publishing it to the dead-letter topic {} failed too: {}; stopping "
         "without confirming past it",
-        dead_letter.reason, at, dead_letters_->topic(), r.error);
+        dead_letter.reason, sink::lsn_suffix(dead_letter.reason, dead_letter.lsn),
+        dead_letters_->topic(), r.error);
     finish(dead_letter.kind == sink::DeadLetterKind::kMapping ? ExitCode::kMappingFailed
                                                               : ExitCode::kDeliveryFailed);
     return false;

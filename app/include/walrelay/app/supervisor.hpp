@@ -36,7 +36,8 @@ class Lifecycle {
 /// A system the supervisor runs on its event loop (the connector; later the relay and the inbox).
 /// It never runs or stops the event loop, installs no signal handler and never exits the process:
 /// it reports its end through Lifecycle::done. Seastar's app_template and sharded<S>::stop are the
-/// model (shared/design/architecture.md "One owner of lifecycles").
+/// model: app_template::run ends the application when its future resolves, and every sharded
+/// service is stopped through its stop().
 class System {
  public:
   virtual ~System() = default;

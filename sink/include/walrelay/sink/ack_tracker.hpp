@@ -14,10 +14,11 @@ namespace walrelay::sink {
 /// may be confirmed to PostgreSQL.
 ///
 /// Rule (the delivery contract): the flush LSN is the `nextlsn` (end of the commit record,
-/// shared/cases/README.md item 1) of the newest transaction whose events, and those of every
-/// earlier transaction, have all been acknowledged. It only moves forward. Delivery reports may
-/// arrive in any order across partitions (librdkafka, shared/cases/README.md item 12); a failed
-/// transaction stops the flush LSN before it for good.
+/// PostgreSQL docs §55.4 "Streaming Replication Protocol", XLogData and the commit record) of the
+/// newest transaction whose events, and those of every earlier transaction, have all been
+/// acknowledged. It only moves forward. Delivery reports may arrive in any order across partitions
+/// (librdkafka INTRODUCTION.md "Message ordering"); a failed transaction stops the flush LSN before
+/// it for good.
 ///
 /// The stream's use of the UnitTracker every source shares (a unit: one transaction). Memory: one
 /// small entry per transaction that is open or not yet fully acknowledged, none per event. Owned

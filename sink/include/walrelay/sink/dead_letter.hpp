@@ -22,6 +22,10 @@ enum class DeadLetterKind : std::uint8_t {
 /// The header value of `kind`: "mapping", "oversize", "delivery".
 std::string_view to_string(DeadLetterKind kind);
 
+/// What a log line about a dead letter adds after its reason: " (LSN X/X)", or "" when the reason
+/// names that LSN already (a mapping error's "(xid …, LSN …)").
+std::string lsn_suffix(std::string_view reason, Lsn lsn);
+
 /// One dead-letter record, as every source describes it. Views: valid during `publish` only.
 struct DeadLetter {
   DeadLetterKind kind = DeadLetterKind::kMapping;
