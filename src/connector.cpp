@@ -11,7 +11,7 @@
 #include <set>
 #include <utility>
 
-#include "allocator.hpp"
+#include "walrelay/app/allocator.hpp"
 #include "preflight.hpp"
 #include "walrelay/core/headers.hpp"
 #include "walrelay/decoder/plugin_options.hpp"

@@ -18,7 +18,7 @@
 
 #include "catalog.hpp"
 #include "heartbeat.hpp"
-#include "metrics/http_server.hpp"
+#include "walrelay/app/metrics/http_server.hpp"
 #include "repeated_error.hpp"
 #include "snapshot/incremental_snapshot.hpp"
 #include "snapshot/snapshot_progress.hpp"

@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "connector.hpp"
-#include "metrics/exposition.hpp"
+#include "walrelay/app/metrics/exposition.hpp"
 
 namespace walrelay {
 

@@ -5,11 +5,11 @@
 #include <boost/asio/io_context.hpp>
 #include <iostream>
 
-#include "allocator.hpp"
+#include "walrelay/app/allocator.hpp"
 #include "check.hpp"
 #include "connector.hpp"
-#include "json_log_formatter.hpp"
-#include "metrics/probe.hpp"
+#include "walrelay/app/json_log_formatter.hpp"
+#include "walrelay/app/metrics/probe.hpp"
 #include "slot_command.hpp"
 #include "snapshot/send_signal.hpp"
 #include "snapshot_command.hpp"

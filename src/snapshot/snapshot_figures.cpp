@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "metrics/exposition.hpp"
+#include "walrelay/app/metrics/exposition.hpp"
 
 namespace walrelay::snapshot {
 

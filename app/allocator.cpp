@@ -1,4 +1,4 @@
-#include "allocator.hpp"
+#include "walrelay/app/allocator.hpp"
 
 #include <malloc.h>
 

@@ -1,4 +1,4 @@
-#include "metrics/exposition.hpp"
+#include "walrelay/app/metrics/exposition.hpp"
 
 namespace walrelay::metrics {
 

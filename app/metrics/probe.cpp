@@ -1,4 +1,4 @@
-#include "metrics/probe.hpp"
+#include "walrelay/app/metrics/probe.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>

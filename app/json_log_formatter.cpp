@@ -1,4 +1,4 @@
-#include "json_log_formatter.hpp"
+#include "walrelay/app/json_log_formatter.hpp"
 
 #include <spdlog/common.h>
 

@@ -1,4 +1,4 @@
-#include "metrics/http_server.hpp"
+#include "walrelay/app/metrics/http_server.hpp"
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
