@@ -6,14 +6,14 @@
 #include <iostream>
 
 #include "walrelay/app/allocator.hpp"
-#include "check.hpp"
-#include "connector.hpp"
+#include "walrelay/commands/check.hpp"
+#include "walrelay/connector/connector.hpp"
 #include "walrelay/app/json_log_formatter.hpp"
 #include "walrelay/app/metrics/probe.hpp"
-#include "slot_command.hpp"
-#include "snapshot/send_signal.hpp"
-#include "snapshot_command.hpp"
-#include "tail_command.hpp"
+#include "walrelay/commands/slot_command.hpp"
+#include "walrelay/snapshot/send_signal.hpp"
+#include "walrelay/commands/snapshot_command.hpp"
+#include "walrelay/commands/tail_command.hpp"
 #include "walrelay/app/exit_code.hpp"
 #include "walrelay/config/config.hpp"
 

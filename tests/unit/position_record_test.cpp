@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "snapshot/snapshot_progress.hpp"
+#include "walrelay/snapshot/snapshot_progress.hpp"
 
 namespace walrelay {
 namespace {

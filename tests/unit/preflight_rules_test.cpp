@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "preflight.hpp"
+#include "walrelay/connector/preflight.hpp"
 
 namespace walrelay {
 namespace {

@@ -1,4 +1,4 @@
-#include "repeated_error.hpp"
+#include "walrelay/connector/repeated_error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "snapshot/signal.hpp"
+#include "walrelay/snapshot/signal.hpp"
 
 #include <gtest/gtest.h>
 

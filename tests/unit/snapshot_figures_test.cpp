@@ -1,6 +1,6 @@
 // Issue "Snapshots", "Progress and speed": rows done / estimated total (pg_class.reltuples),
 // rows/s, ETA, in the progress line and on /metrics.
-#include "snapshot/snapshot_figures.hpp"
+#include "walrelay/snapshot/snapshot_figures.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "state_store.hpp"
+#include "walrelay/state/state_store.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "snapshot/snapshot_progress.hpp"
+#include "walrelay/snapshot/snapshot_progress.hpp"
 
 using walrelay::Lsn;
 using walrelay::SlotRecord;

@@ -1,7 +1,7 @@
 // build_row_change: a snapshot row as the Change a wal2json INSERT of it decodes to; in an
 // SQL_ASCII database (texts as stored) every name and value must be UTF-8 (CASE-01).
 
-#include "snapshot/table_query.hpp"
+#include "walrelay/snapshot/table_query.hpp"
 
 #include <gtest/gtest.h>
 
