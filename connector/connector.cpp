@@ -173,7 +173,19 @@ void Connector::start_session() {
                                                     "walrelay-" + cfg_.name);
   reason_.clear();
   after_prepare_ = nullptr;
-  const Outcome outcome = prepare();
+  prepared(prepare());
+}
+
+void Connector::prepared(Outcome outcome) {
+  if (outcome == Outcome::kPending) return;  // the set-up step calls again when it is back
+  if (outcome == Outcome::kStreaming && producer_broken_) {
+    // The producer failed while a set-up step was off the loop (on_producer_fatal): a new one
+    // takes over in the next session.
+    reason_ =
+        "Kafka producer fatal error during the session's set-up; restarting with a new "
+        "producer";
+    outcome = Outcome::kRetry;
+  }
   if (outcome != Outcome::kStreaming) {
     session_not_started(outcome);
     return;
@@ -398,79 +410,45 @@ Connector::Outcome Connector::prepare() {
   if (!*found) {
     // A slot retains WAL from the moment it exists, and its exported snapshot would fill the
     // in-flight bounds at once: it is created only once Kafka answers. Not answering is an outage
-    // like any (retried with backoff, never an exit): `check` says the same.
-    if (auto brokers = kafka::probe_brokers(cfg_.kafka, kKafkaProbeTimeout); !brokers) {
-      if (brokers.error().config) {  // as the producer's own creation would report it
-        reason_ = brokers.error().message;
-        return fatal(ExitCode::kConfigError);
-      }
-      if (const auto kind = kafka::security_failure(brokers.error().err);
-          kind != kafka::SecurityFailure::kNone) {  // as the producer's error_cb would report it
-        reason_ =
-            kafka::security_failure_message(kind, brokers.error().message, cfg_.kafka.properties);
-        return fatal(ExitCode::kKafkaAuthFailed);
-      }
-      reason_ = "Kafka does not answer at kafka.bootstrap_servers " + cfg_.kafka.bootstrap_servers +
-                " within " + std::to_string(kKafkaProbeTimeout.count() / 1000) + " s (" +
-                brokers.error().message + "): slot " + slot + " is not created until it does";
-      return Outcome::kRetry;
-    }
-    // With an initial snapshot the slot exports its snapshot: the tables are read at exactly
-    // the slot's consistent point before START_REPLICATION (which ends the export).
-    const bool snapshot = cfg_.snapshot.mode == config::SnapshotMode::kInitial;
-    if (snapshot && !begin_snapshot_progress(slot)) return fatal(ExitCode::kRuntimeError);
-    auto created = stream_->create_slot(slot, "wal2json", snapshot ? "export" : "nothing");
-    if (!created) {
-      reason_ = "cannot create replication slot '" + slot + "': " + created.error();
-      return Outcome::kRetry;
-    }
-    if (snapshot) {
-      exported_snapshot_ = created->second;
-      snapshot_progress_->lsn = created->first;
-      if (!save_snapshot_progress()) return fatal(ExitCode::kRuntimeError);
-    }
-    if (record_ && allow_reset) {
-      spdlog::error(
-          "source.allow_slot_reset: created a new slot {}; changes committed between "
-          "{} (last confirmed) and {} are NOT in the stream. The setting is now used "
-          "up: remove it from the configuration",
-          slot, record_->confirmed.to_string(), created->first.to_string());
-      record_->reset_used = true;
-      record_->confirmed = created->first;
-    }
-    spdlog::info("created replication slot {} (plugin wal2json) at consistent point {}", slot,
-                 created->first.to_string());
-    start_lsn_ = created->first;
-    created_slot_at_ = created->first;
-    router_->set_stream_start(Lsn{});  // a new slot: no last commit yet (Debezium: null)
-  } else {
-    const auto& s = **found;
-    if (s.active) {
-      reason_ = in_use_reason(slot, s.active_pid);
-      return Outcome::kStandby;
-    }
-    start_lsn_ = s.confirmed_flush_lsn;
-    note_slot_rewind(start_lsn_);
-    // The slot this process created, not yet confirmed past its consistent point (a session
-    // restarted before its first commit, e.g. for the wal2json option fallback): still no last
-    // commit.
-    router_->set_stream_start(
-        !created_slot_at_.is_zero() && start_lsn_ == created_slot_at_ ? Lsn{} : start_lsn_);
-    // A slot walrelay has no record of ever streaming from (record_ is saved below, before the
-    // first START_REPLICATION): its rows are still owed to Kafka.
-    if (!record_ && cfg_.snapshot.mode == config::SnapshotMode::kInitial) {
-      if (!queue_snapshot_of_existing_slot(slot)) return fatal(ExitCode::kRuntimeError);
-      existing_slot_queued_ = true;  // a later session's record is this process's own
-    }
-    // After eos_prepare (continue_session): Kafka's last committed position first, with the
-    // snapshot progress consumers saw, so that a resumed snapshot starts right after its last
-    // committed row.
-    after_prepare_ = [this, slot, confirmed = s.confirmed_flush_lsn,
-                      had_record = record_ && !existing_slot_queued_] {
-      return resume_snapshot_progress(slot, confirmed, had_record) ? Outcome::kStreaming
-                                                                   : fatal(ExitCode::kRuntimeError);
-    };
+    // like any (retried with backoff, never an exit): `check` says the same. Both steps may wait
+    // (the probe up to its timeout, the creation on the server's running transactions): they run
+    // off the event loop, which serves /live, /metrics and signals meanwhile.
+    setup_worker_.run(
+        [kafka = cfg_.kafka] { return kafka::probe_brokers(kafka, kKafkaProbeTimeout); },
+        [this](std::expected<int, kafka::ProbeError> brokers) { slot_probed(std::move(brokers)); });
+    return Outcome::kPending;
   }
+  const auto& s = **found;
+  if (s.active) {
+    reason_ = in_use_reason(slot, s.active_pid);
+    return Outcome::kStandby;
+  }
+  start_lsn_ = s.confirmed_flush_lsn;
+  note_slot_rewind(start_lsn_);
+  // The slot this process created, not yet confirmed past its consistent point (a session
+  // restarted before its first commit, e.g. for the wal2json option fallback): still no last
+  // commit.
+  router_->set_stream_start(
+      !created_slot_at_.is_zero() && start_lsn_ == created_slot_at_ ? Lsn{} : start_lsn_);
+  // A slot walrelay has no record of ever streaming from (record_ is saved below, before the
+  // first START_REPLICATION): its rows are still owed to Kafka.
+  if (!record_ && cfg_.snapshot.mode == config::SnapshotMode::kInitial) {
+    if (!queue_snapshot_of_existing_slot(slot)) return fatal(ExitCode::kRuntimeError);
+    existing_slot_queued_ = true;  // a later session's record is this process's own
+  }
+  // After eos_prepare (continue_session): Kafka's last committed position first, with the
+  // snapshot progress consumers saw, so that a resumed snapshot starts right after its last
+  // committed row.
+  after_prepare_ = [this, slot, confirmed = s.confirmed_flush_lsn,
+                    had_record = record_ && !existing_slot_queued_] {
+    return resume_snapshot_progress(slot, confirmed, had_record) ? Outcome::kStreaming
+                                                                 : fatal(ExitCode::kRuntimeError);
+  };
+  return finish_prepare();
+}
+
+Connector::Outcome Connector::finish_prepare() {
+  const std::string& slot = cfg_.source.slot;
   tracker_ = sink::AckTracker{};
   tracker_.set_confirmed(start_lsn_);
   last_sent_flush_ = start_lsn_;
@@ -498,11 +476,99 @@ Connector::Outcome Connector::prepare() {
   return Outcome::kStreaming;
 }
 
+void Connector::slot_probed(std::expected<int, kafka::ProbeError> brokers) {
+  if (setup_returned_while_stopping()) return;
+  const std::string& slot = cfg_.source.slot;
+  if (!brokers) {
+    if (brokers.error().config) {  // as the producer's own creation would report it
+      reason_ = brokers.error().message;
+      prepared(fatal(ExitCode::kConfigError));
+      return;
+    }
+    if (const auto kind = kafka::security_failure(brokers.error().err);
+        kind != kafka::SecurityFailure::kNone) {  // as the producer's error_cb would report it
+      reason_ =
+          kafka::security_failure_message(kind, brokers.error().message, cfg_.kafka.properties);
+      prepared(fatal(ExitCode::kKafkaAuthFailed));
+      return;
+    }
+    reason_ = "Kafka does not answer at kafka.bootstrap_servers " + cfg_.kafka.bootstrap_servers +
+              " within " + std::to_string(kKafkaProbeTimeout.count() / 1000) + " s (" +
+              brokers.error().message + "): slot " + slot + " is not created until it does";
+    prepared(Outcome::kRetry);
+    return;
+  }
+  // With an initial snapshot the slot exports its snapshot: the tables are read at exactly
+  // the slot's consistent point before START_REPLICATION (which ends the export).
+  const bool snapshot = cfg_.snapshot.mode == config::SnapshotMode::kInitial;
+  if (snapshot && !begin_snapshot_progress(slot)) {
+    prepared(fatal(ExitCode::kRuntimeError));
+    return;
+  }
+  setup_cancel_ = stream_->cancel_handle();
+  setup_worker_.run(
+      [stream = stream_.get(), slot, snapshot] {
+        return stream->create_slot(slot, "wal2json", snapshot ? "export" : "nothing");
+      },
+      [this](std::expected<std::pair<Lsn, std::string>, std::string> created) {
+        slot_created(std::move(created));
+      });
+}
+
+void Connector::slot_created(std::expected<std::pair<Lsn, std::string>, std::string> created) {
+  setup_cancel_ = {};
+  const std::string& slot = cfg_.source.slot;
+  const bool snapshot = cfg_.snapshot.mode == config::SnapshotMode::kInitial;
+  const bool allow_reset = slot_reset_allowed(cfg_, record_);
+  if (!created) {
+    if (setup_returned_while_stopping()) return;  // cancelled by the stop: nothing was made
+    reason_ = "cannot create replication slot '" + slot + "': " + created.error();
+    prepared(Outcome::kRetry);
+    return;
+  }
+  if (snapshot) {
+    exported_snapshot_ = created->second;
+    snapshot_progress_->lsn = created->first;
+    if (!save_snapshot_progress()) {
+      prepared(fatal(ExitCode::kRuntimeError));
+      return;
+    }
+  }
+  if (record_ && allow_reset) {
+    spdlog::error(
+        "source.allow_slot_reset: created a new slot {}; changes committed between "
+        "{} (last confirmed) and {} are NOT in the stream. The setting is now used "
+        "up: remove it from the configuration",
+        slot, record_->confirmed.to_string(), created->first.to_string());
+    record_->reset_used = true;
+    record_->confirmed = created->first;
+  }
+  spdlog::info("created replication slot {} (plugin wal2json) at consistent point {}", slot,
+               created->first.to_string());
+  start_lsn_ = created->first;
+  created_slot_at_ = created->first;
+  router_->set_stream_start(Lsn{});  // a new slot: no last commit yet (Debezium: null)
+  // Made, and recorded, as if a stop during the creation had come right after it.
+  const Outcome outcome = finish_prepare();
+  if (setup_returned_while_stopping()) return;
+  prepared(outcome);
+}
+
+bool Connector::setup_returned_while_stopping() {
+  if (!stopping_) return false;
+  setup_cancel_ = {};
+  if (std::exchange(finish_after_setup_, false)) {
+    finish_blocking(exit_code_.value_or(ExitCode::kOk));
+  }
+  return true;
+}
+
 void Connector::after_session(Outcome outcome, const std::string& reason) {
   if (stopping_) return;
   std::chrono::milliseconds delay{0};
   switch (outcome) {
     case Outcome::kStreaming:
+    case Outcome::kPending:  // never an end (prepared() returns on it)
       return;
     case Outcome::kFatal:
       spdlog::error("{}", reason);
@@ -630,6 +696,12 @@ void Connector::on_producer_fatal(const kafka::Error& error) {
     }
     if (eos_fenced_by(error)) return;
     producer_broken_ = true;
+    if (setup_worker_.busy()) {
+      // A set-up step is off the loop with stream_: the session ends when it is back
+      // (prepared), and the next one gets a new producer.
+      spdlog::warn("Kafka producer fatal error: {}; the session being set up restarts", reason);
+      return;
+    }
     commit_timer_.cancel();
     publisher_.drop_held();
     if (snapshotter_) {
@@ -998,7 +1070,7 @@ void Connector::finish(ExitCode code) {
   if (stopping_) return;
   stopping_ = true;
   exit_code_ = code;
-  if (stream_) stream_->pause();
+  if (stream_ && !setup_worker_.busy()) stream_->pause();
   status_timer_.cancel();
   progress_timer_.cancel();
   catalog_check_timer_.cancel();
@@ -1016,42 +1088,55 @@ void Connector::finish(ExitCode code) {
   eos_poll_timer_.cancel();
   topic_creation_.reset();
   position_reader_.reset();
-  asio::post(io_, [this, code] {
-    eos_finish(code);
-    if (producer_) {
-      const auto deadline = std::chrono::steady_clock::now() + cfg_.kafka.flush_timeout;
-      producer_->poll();
-      int left = producer_->outstanding();
-      while (left > 0 && !second_signal() && std::chrono::steady_clock::now() < deadline) {
-        left = producer_->flush(std::chrono::milliseconds(100));
-      }
-      if (left > 0 && second_signal()) {
-        spdlog::warn("second signal: not waiting for the last {} events", left);
-      }
-      if (left > 0) {
-        spdlog::warn(
-            "{} events were not acknowledged at shutdown; they will be sent again on "
-            "restart",
-            left);
-        producer_->purge();
-      }
-      producer_->stop();
+  if (setup_worker_.busy()) {
+    // A set-up step is off the loop with stream_: cancel its command (a slot creation waiting on
+    // the server's transactions; nothing is left behind) and end the stop when it is back. A
+    // broker probe ends by its own timeout.
+    finish_after_setup_ = true;
+    std::string error;
+    if (!setup_cancel_.cancel(&error) && !error.empty()) {
+      spdlog::warn("could not cancel the slot creation: {}", error);
     }
-    if (streaming_) {
-      const Lsn flush = confirmable_lsn();
-      if (stream_->send_status_blocking(std::max(received_lsn_, flush), flush, flush)) {
-        spdlog::info("confirmed flush_lsn {} to the server", flush.to_string());
-        if (incremental_) incremental_->on_flushed(flush);
-        if (record_ && flush > record_->confirmed) record_->confirmed = flush;
-      } else {
-        spdlog::warn("could not send the last standby status update; the server keeps flush_lsn {}",
-                     last_sent_flush_.to_string());
-      }
+    return;
+  }
+  asio::post(io_, [this, code] { finish_blocking(code); });
+}
+
+void Connector::finish_blocking(ExitCode code) {
+  eos_finish(code);
+  if (producer_) {
+    const auto deadline = std::chrono::steady_clock::now() + cfg_.kafka.flush_timeout;
+    producer_->poll();
+    int left = producer_->outstanding();
+    while (left > 0 && !second_signal() && std::chrono::steady_clock::now() < deadline) {
+      left = producer_->flush(std::chrono::milliseconds(100));
     }
-    save_record();
-    if (stream_) stream_->close();
-    if (life_ != nullptr) life_->done(code);
-  });
+    if (left > 0 && second_signal()) {
+      spdlog::warn("second signal: not waiting for the last {} events", left);
+    }
+    if (left > 0) {
+      spdlog::warn(
+          "{} events were not acknowledged at shutdown; they will be sent again on "
+          "restart",
+          left);
+      producer_->purge();
+    }
+    producer_->stop();
+  }
+  if (streaming_) {
+    const Lsn flush = confirmable_lsn();
+    if (stream_->send_status_blocking(std::max(received_lsn_, flush), flush, flush)) {
+      spdlog::info("confirmed flush_lsn {} to the server", flush.to_string());
+      if (incremental_) incremental_->on_flushed(flush);
+      if (record_ && flush > record_->confirmed) record_->confirmed = flush;
+    } else {
+      spdlog::warn("could not send the last standby status update; the server keeps flush_lsn {}",
+                   last_sent_flush_.to_string());
+    }
+  }
+  save_record();
+  if (stream_) stream_->close();
+  if (life_ != nullptr) life_->done(code);
 }
 
 }  // namespace walrelay

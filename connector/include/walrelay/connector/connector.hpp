@@ -16,18 +16,15 @@
 #include <string>
 #include <utility>
 
-#include "walrelay/catalog/catalog.hpp"
-#include "walrelay/connector/heartbeat.hpp"
-#include "walrelay/app/metrics/http_server.hpp"
-#include "walrelay/connector/repeated_error.hpp"
-#include "walrelay/snapshot/incremental_snapshot.hpp"
-#include "walrelay/snapshot/snapshot_progress.hpp"
-#include "walrelay/snapshot/snapshotter.hpp"
-#include "walrelay/state/state_store.hpp"
-#include "walrelay/catalog/table_inventory.hpp"
+#include "walrelay/app/blocking_worker.hpp"
 #include "walrelay/app/exit_code.hpp"
+#include "walrelay/app/metrics/http_server.hpp"
 #include "walrelay/app/supervisor.hpp"
+#include "walrelay/catalog/catalog.hpp"
+#include "walrelay/catalog/table_inventory.hpp"
 #include "walrelay/config/config.hpp"
+#include "walrelay/connector/heartbeat.hpp"
+#include "walrelay/connector/repeated_error.hpp"
 #include "walrelay/decoder/line_transcoder.hpp"
 #include "walrelay/decoder/wal2json_decoder.hpp"
 #include "walrelay/kafka/admin.hpp"
@@ -46,6 +43,10 @@
 #include "walrelay/sink/position_reader.hpp"
 #include "walrelay/sink/position_record.hpp"
 #include "walrelay/sink/publisher.hpp"
+#include "walrelay/snapshot/incremental_snapshot.hpp"
+#include "walrelay/snapshot/snapshot_progress.hpp"
+#include "walrelay/snapshot/snapshotter.hpp"
+#include "walrelay/state/state_store.hpp"
 
 namespace walrelay {
 
@@ -77,11 +78,15 @@ class Connector final : public app::System {
     kRetry,      ///< connection-level failure: reconnect with backoff
     kStandby,    ///< the slot is held by another process: wait for it
     kFatal,      ///< exit with `fatal_code_`
+    kPending,    ///< the set-up goes on off the event loop (setup_worker_); prepared() follows
   };
 
   /// Prepares a session (prepare(), then, exactly_once, eos_prepare on the event loop) and goes
   /// on with continue_session; waits while the last session's Kafka transaction is being aborted.
   void start_session();
+  /// What prepare() (or, after a kPending, the set-up it started) decided: on to eos_prepare and
+  /// continue_session, or session_not_started.
+  void prepared(Outcome outcome);
   /// After prepare() (and eos_prepare): `after_prepare_`, then the snapshot or the stream.
   void continue_session();
   /// A session attempt ended before streaming: closes the connection, after_session(outcome).
@@ -92,7 +97,18 @@ class Connector final : public app::System {
   std::function<Outcome()> after_prepare_;
   /// START_REPLICATION and the session's timers (after the snapshot, if one ran).
   void start_streaming();
+  /// The session's checks and the slot, from IDENTIFY_SYSTEM on. A missing slot is created off
+  /// the event loop (kPending): the broker probe, then CREATE_REPLICATION_SLOT on setup_worker_,
+  /// each hop back on the loop (slot_probed, slot_created), ending in prepared().
   Outcome prepare();
+  void slot_probed(std::expected<int, kafka::ProbeError> brokers);
+  void slot_created(std::expected<std::pair<Lsn, std::string>, std::string> created);
+  /// The end of prepare() once the slot is there: the acknowledgement tracking starts at
+  /// start_lsn_ and the slot record is saved.
+  Outcome finish_prepare();
+  /// A set-up step on setup_worker_ came back while stopping: closes the session, ends the stop.
+  /// True when it did (the caller returns).
+  bool setup_returned_while_stopping();
   Outcome check_tables();
   /// What the start-up table check found, for check_catalog to compare with.
   void remember_captured(const std::vector<MatchedTable>& tables,
@@ -162,6 +178,9 @@ class Connector final : public app::System {
   /// event of transaction `seq`; false if that failed (the connector then stops).
   bool publish_dead_letter(std::uint64_t seq, const sink::DeadLetter& dead_letter);
   void finish(ExitCode code);
+  /// finish()'s blocking part (flush, last status update, slot record), posted by finish() or,
+  /// when a set-up step was on setup_worker_, run once it came back.
+  void finish_blocking(ExitCode code);
   /// A second SIGINT/SIGTERM came during the shutdown: stop waiting for Kafka.
   bool second_signal() const;
   /// start()'s set-up: the slot record, the producer, the metrics endpoint, the first session
@@ -224,6 +243,11 @@ class Connector final : public app::System {
   boost::asio::io_context& io_;
   config::Config cfg_;
   std::unique_ptr<pg::ReplicationStream> stream_;
+  // Blocking set-up steps of a session (slot creation, broker probe), off the event loop; while
+  // busy, stream_ belongs to the step. Declared after stream_: destroyed (joined) before it.
+  app::BlockingWorker setup_worker_{io_.get_executor()};
+  pg::CancelHandle setup_cancel_;       // cancels the step's command (a stop while it waits)
+  bool finish_after_setup_ = false;     // finish() came while a step was out: finish_blocking after
   decoder::LineTranscoder transcoder_;  // the database's encoding → UTF-8, set each session
   std::string logged_encoding_;         // the server_encoding last logged
   decoder::Wal2JsonDecoder decoder_;

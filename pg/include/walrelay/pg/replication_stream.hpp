@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "walrelay/core/lsn.hpp"
+#include "walrelay/pg/cancel.hpp"
 #include "walrelay/pg/error.hpp"
 #include "walrelay/pg/wire.hpp"
 
@@ -87,6 +88,13 @@ class ReplicationStream {
   /// returned snapshot name is then valid until the next command on this connection.
   /// Returns the consistent point and the exported snapshot name (empty unless exported).
   /// `temporary`: the slot is dropped when this connection ends (a one-off snapshot).
+  ///
+  /// It may wait long: a logical slot is consistent only once every transaction that was
+  /// running when its creation began has ended (PostgreSQL's
+  /// src/backend/replication/logical/snapbuild.c, SnapBuildFindSnapshot), and the command
+  /// returns then. A caller that runs it on another thread (the stream is then not used on its
+  /// executor until it returns) can cut it short with a `cancel_handle()` taken before: it then
+  /// fails with SQLSTATE 57014 (query_canceled) and the half-made slot is gone.
   std::expected<std::pair<Lsn, std::string>, std::string> create_slot(const std::string& slot,
                                                                       const std::string& plugin,
                                                                       const std::string& snapshot,
@@ -97,6 +105,10 @@ class ReplicationStream {
   std::expected<void, std::string> start(
       const std::string& slot, Lsn start,
       const std::vector<std::pair<std::string, std::string>>& options, Handlers handlers);
+
+  /// What cancels this connection's running command from another thread (see pg/cancel.hpp);
+  /// take it before handing a blocking call to another thread. Empty before connect().
+  [[nodiscard]] CancelHandle cancel_handle() const { return CancelHandle(conn_); }
 
   /// Stops handing messages out (backpressure). Status updates can still be sent.
   void pause();
