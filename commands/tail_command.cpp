@@ -177,8 +177,7 @@ ExitCode tail(const config::Config& cfg, bool from_slot, std::size_t max, std::o
   auto started = stream.start(slot, Lsn{}, options, std::move(handlers));
   if (!started) {
     stream.close();
-    if (numeric_strings &&
-        started.error().find("numeric-data-types-as-string") != std::string::npos) {
+    if (numeric_strings && stream.failure().is(pg::sqlstate::kInvalidParameterValue)) {
       return tail(cfg, from_slot, max, out, false);  // wal2json before 2.6
     }
     spdlog::error("tail: START_REPLICATION failed: {}", started.error());

@@ -241,9 +241,12 @@ void Connector::start_streaming() {
   if (auto started = stream_->start(cfg_.source.slot, Lsn{}, plugin_options_, std::move(handlers));
       !started) {
     stream_->close();
-    // wal2json before 2.6 rejects numeric-data-types-as-string: drop it and accept that NaN and
-    // Infinity arrive as null (shared/cases/README.md item 6; the router warns when it sees one).
-    if (started.error().find("numeric-data-types-as-string") != std::string::npos) {
+    // wal2json before 2.6 rejects numeric-data-types-as-string (SQLSTATE 22023, its only
+    // optional option: a second 22023 without it ends the session as any error does): drop it
+    // and accept that NaN and Infinity arrive as null (the router warns when it sees one).
+    const bool has_numeric_option = std::ranges::any_of(
+        plugin_options_, [](const auto& o) { return o.first == "numeric-data-types-as-string"; });
+    if (has_numeric_option && stream_->failure().is(pg::sqlstate::kInvalidParameterValue)) {
       std::erase_if(plugin_options_,
                     [](const auto& o) { return o.first == "numeric-data-types-as-string"; });
       spdlog::info(

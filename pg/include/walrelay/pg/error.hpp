@@ -14,6 +14,9 @@ namespace walrelay::pg {
 
 /// The SQLSTATE codes walrelay acts on (PostgreSQL docs Appendix A, Table A.1).
 namespace sqlstate {
+/// invalid_parameter_value: e.g. an output plugin option the server's plugin does not know
+/// (wal2json's startup callback, and PostgreSQL's own test_decoding, raise it for one).
+inline constexpr std::string_view kInvalidParameterValue = "22023";
 inline constexpr std::string_view kInvalidAuthorizationSpecification = "28000";
 inline constexpr std::string_view kInvalidPassword = "28P01";
 inline constexpr std::string_view kInvalidCatalogName = "3D000";  ///< no such database
