@@ -1,7 +1,9 @@
 // Component tests of the publish path every source shares (sink::Publisher, sink::DeadLetterWriter)
 // against librdkafka's mock cluster, with fake sources in place of the stream and the snapshots:
 // typed publish results and the resume after a full queue, the dead-letter records of every kind
-// from every source with the same headers, and the publish metrics of every source. No PostgreSQL.
+// from every source with the same headers, the publish metrics of every source, and delivery
+// exactly_once's acknowledgement at the commit (the mock cluster implements the transaction
+// coordinator). No PostgreSQL.
 
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
@@ -22,6 +24,7 @@
 #include "walrelay/core/lsn.hpp"
 #include "walrelay/core/record.hpp"
 #include "walrelay/kafka/producer.hpp"
+#include "walrelay/kafka/transactions.hpp"
 #include "walrelay/sink/dead_letter.hpp"
 #include "walrelay/sink/publisher.hpp"
 
@@ -56,11 +59,14 @@ class PipelineTest : public component_test::MockClusterFixture {
     MockClusterFixture::TearDown();
   }
 
-  void start(std::map<std::string, std::string> extra = {}) {
+  /// `transactional_id` non-empty: a transactional producer (delivery exactly_once's settings).
+  void start(std::map<std::string, std::string> extra = {},
+             const std::string& transactional_id = "") {
     config::KafkaConfig cfg;
     cfg.bootstrap_servers = bootstraps_;
     cfg.properties = {{"reconnect.backoff.ms", "50"}, {"retry.backoff.ms", "50"}};
     for (auto& [k, v] : extra) cfg.properties[k] = v;
+    if (!transactional_id.empty()) cfg = kafka::transactional_properties(cfg, transactional_id);
     producer_ = std::make_unique<kafka::Producer>(
         io_.get_executor(), cfg, "walrelay-pipeline-test",
         [this](const kafka::DeliveryReport& r) { publisher_.on_delivery(r); },
@@ -322,6 +328,60 @@ TEST_F(PipelineTest, EverySourcesRecordsCountInThePublishMetrics) {
   EXPECT_EQ(by, want);
   EXPECT_EQ(publisher_.metrics().published_bytes(),
             1 + stream_value.size() + 2 * (1 + snapshot_value.size()) + 2);
+  EXPECT_EQ(publisher_.metrics().delivery_errors(), 0u);
+}
+
+// delivery exactly_once through the pipeline: a source's records are acknowledged to it only
+// once their Kafka transaction committed (what a read_committed consumer can see), counted in
+// the publish metrics then, and never after an abort (their records are published again). The
+// Publisher's hook opens a transaction for the first record of each.
+TEST_F(PipelineTest, ExactlyOnceAcknowledgesAtTheCommitAndNothingOfAnAbortedTransaction) {
+  start({}, kafka::transactional_id_for("pipeline-test"));
+  kafka::Transactions txn(*producer_);
+  ASSERT_TRUE(txn.init(30s).ok());
+  publisher_.hold_reports(RecordSource::kStream, true);
+  publisher_.hold_reports(RecordSource::kSnapshot, true);
+  int opened = 0;
+  publisher_.before_publish([&]() -> rd_kafka_resp_err_t {
+    if (txn.open()) return RD_KAFKA_RESP_ERR_NO_ERROR;
+    ++opened;
+    return txn.begin().ok() ? RD_KAFKA_RESP_ERR_NO_ERROR : RD_KAFKA_RESP_ERR__STATE;
+  });
+  const std::string value = R"({"before":null,"after":{"id":1},"op":"c","ts_ms":1})";
+  const Record rec{"events", std::string_view("1"), std::string_view(value), {}, 0};
+  const auto published = [&] {
+    std::uint64_t n = 0;
+    publisher_.metrics().for_each_published(
+        [&](std::string_view, std::string_view, std::uint64_t c) { n += c; });
+    return n;
+  };
+
+  // Committed: the stream's units 1 and 2 and a snapshot's unit 7, all in one transaction.
+  ASSERT_TRUE(publisher_.publish(RecordSource::kStream, rec, 1).queued());
+  ASSERT_TRUE(publisher_.publish(RecordSource::kStream, rec, 2).queued());
+  ASSERT_TRUE(publisher_.publish(RecordSource::kSnapshot, rec, 7).queued());
+  EXPECT_EQ(opened, 1);
+  ASSERT_TRUE(run_until([&] { return in_flight() == 0; }));
+  EXPECT_TRUE(reports_.empty()) << "acknowledged before the commit";
+  EXPECT_EQ(published(), 0u);
+  ASSERT_TRUE(txn.commit(30s).ok());
+  publisher_.release_held();
+  ASSERT_EQ(reports_[RecordSource::kStream].size(), 2u);
+  EXPECT_EQ(reports_[RecordSource::kStream][0].unit, 1u);
+  EXPECT_EQ(reports_[RecordSource::kStream][1].unit, 2u);
+  ASSERT_EQ(reports_[RecordSource::kSnapshot].size(), 1u);
+  EXPECT_EQ(reports_[RecordSource::kSnapshot][0].unit, 7u);
+  EXPECT_EQ(published(), 3u);
+
+  // Aborted: its records reach no source and no metric.
+  ASSERT_TRUE(publisher_.publish(RecordSource::kStream, rec, 3).queued());
+  EXPECT_EQ(opened, 2);
+  ASSERT_TRUE(run_until([&] { return in_flight() == 0; }));
+  ASSERT_TRUE(txn.abort(30s).ok());
+  publisher_.drop_held();
+  publisher_.release_held();
+  EXPECT_EQ(reports_[RecordSource::kStream].size(), 2u);
+  EXPECT_EQ(published(), 3u);
   EXPECT_EQ(publisher_.metrics().delivery_errors(), 0u);
 }
 
