@@ -9,7 +9,23 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-section() { printf '\n===== %s [%s] =====\n' "$*" "$(date +%T)"; }
+# Each section's wall time, printed as a table at the end (the CI budget is per tier).
+timings=()
+section_name=""
+section_start=$SECONDS
+section() {
+  if [[ -n "$section_name" ]]; then
+    timings+=("$(printf '%5ds  %s' $((SECONDS - section_start)) "$section_name")")
+  fi
+  section_name="$*"
+  section_start=$SECONDS
+  printf '\n===== %s [%s] =====\n' "$*" "$(date +%T)"
+}
+print_timings() {
+  section "end"
+  echo "===== time per section ====="
+  printf '%s\n' "${timings[@]}"
+}
 
 if [[ "${WALRELAY_SKIP_INSTALL:-0}" != 1 ]]; then
   section "install dependencies"
@@ -66,6 +82,7 @@ ctest --test-dir build/asan --output-on-failure --no-tests=error -L 'unit|compon
 section "fuzzing (each target ${WALRELAY_FUZZ_SECONDS:-60}s, build/fuzz)"
 scripts/fuzz.sh || failed=1
 
+print_timings
 if ((failed)); then
   section "FAILED"
 else
