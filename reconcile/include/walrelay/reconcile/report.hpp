@@ -1,0 +1,52 @@
+#pragma once
+
+// What one reconcile run found, per table, and how it is printed: a readable summary (per table
+// and class: count, oldest age, example ids) and `--json` (every break). Pure: no I/O beyond the
+// stream it is given.
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "walrelay/reconcile/classify.hpp"
+
+namespace walrelay::reconcile {
+
+/// One table's result.
+struct TableReport {
+  std::string table;                ///< schema.table
+  std::vector<std::string> topics;  ///< the topics read, sorted
+  std::uint64_t source_rows = 0;    ///< rows compared (after --since)
+  std::uint64_t kafka_records = 0;  ///< records compared (after --since, up to the end offsets)
+  std::uint64_t expanded_buckets = 0;
+  /// Records whose row was committed after the source's snapshot (newer than the comparison).
+  std::uint64_t newer_than_snapshot = 0;
+  std::string snapshot_lsn;  ///< the WAL insert position in the source's snapshot, `X/X`
+  bool delivered = false;    ///< the slot's confirmed_flush_lsn passed snapshot_lsn in time
+  Classification found;      ///< breaks and duplicates
+};
+
+/// The whole run.
+struct Report {
+  std::vector<TableReport> tables;
+  std::int64_t now_ms = 0;  ///< when ages are measured (ms since the epoch)
+
+  /// Any break (duplicates are not breaks).
+  [[nodiscard]] bool has_breaks() const;
+};
+
+/// The summary: one line per table with its figures, then a table of `table class count
+/// oldest_age examples` (ages as `1h2m`, `-` unknown), or "no breaks".
+void write_summary(std::ostream& out, const Report& report);
+
+/// One JSON object: {"tables":[{"table":…,"topics":[…],"source_rows":n,"kafka_records":n,
+/// "duplicates":n,"duplicate_ids":[…],"newer_than_snapshot":n,"snapshot_lsn":"X/X",
+/// "delivered":bool,"breaks":[{"class":…,"id":…,"since_ms":n|null,"age_s":n|null,
+/// "detail":…}]}],"breaks":n,"now_ms":n}
+void write_json(std::ostream& out, const Report& report);
+
+/// `ms` as a short duration: `45s`, `12m3s`, `5h2m`, `3d4h`; `-` for a negative value.
+std::string format_age(std::int64_t ms);
+
+}  // namespace walrelay::reconcile

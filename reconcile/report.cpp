@@ -1,0 +1,155 @@
+#include "walrelay/reconcile/report.hpp"
+
+#include <array>
+#include <cstdio>
+
+#include "walrelay/core/json.hpp"
+
+namespace walrelay::reconcile {
+
+namespace {
+
+constexpr std::array kBreakClasses = {BreakClass::kMissing, BreakClass::kPhantom,
+                                      BreakClass::kConflict, BreakClass::kInFlight};
+constexpr std::size_t kExamples = 3;
+
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+}  // namespace
+
+bool Report::has_breaks() const {
+  for (const auto& t : tables) {
+    if (!t.found.breaks.empty()) return true;
+  }
+  return false;
+}
+
+std::string format_age(std::int64_t ms) {
+  if (ms < 0) return "-";
+  const std::int64_t s = ms / 1000;
+  char buf[32];
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%lldm%llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else if (s < 86400) {
+    std::snprintf(buf, sizeof buf, "%lldh%lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldd%lldh", static_cast<long long>(s / 86400),
+                  static_cast<long long>(s % 86400 / 3600));
+  }
+  return buf;
+}
+
+void write_summary(std::ostream& out, const Report& report) {
+  for (const auto& t : report.tables) {
+    out << t.table << ": " << t.source_rows << " rows, " << t.kafka_records << " records in";
+    for (const auto& topic : t.topics) out << " " << topic;
+    if (t.topics.empty()) out << " (no topic)";
+    out << "; snapshot at " << t.snapshot_lsn
+        << (t.delivered ? ", delivered" : ", NOT delivered in time (missing = in_flight)");
+    if (t.expanded_buckets > 0) out << "; " << t.expanded_buckets << " buckets expanded";
+    if (t.newer_than_snapshot > 0) {
+      out << "; " << t.newer_than_snapshot << " records newer than the snapshot";
+    }
+    out << "\n";
+  }
+  out << "\n"
+      << pad("table", 32) << " " << pad("class", 10) << " " << pad("count", 8) << " "
+      << pad("oldest", 8) << " examples\n";
+  bool any = false;
+  for (const auto& t : report.tables) {
+    for (const BreakClass cls : kBreakClasses) {
+      std::uint64_t count = 0;
+      std::int64_t oldest = -1;
+      std::string examples;
+      std::size_t shown = 0;
+      for (const auto& b : t.found.breaks) {
+        if (b.cls != cls) continue;
+        ++count;
+        if (b.since_ms >= 0 && (oldest < 0 || b.since_ms < oldest)) oldest = b.since_ms;
+        if (shown < kExamples) {
+          examples += (shown > 0 ? ", " : "") + b.id;
+          ++shown;
+        }
+      }
+      if (count == 0) continue;
+      any = true;
+      if (count > shown) examples += ", …";
+      out << pad(t.table, 32) << " " << pad(std::string(to_string(cls)), 10) << " "
+          << pad(std::to_string(count), 8) << " "
+          << pad(format_age(oldest < 0 ? -1 : report.now_ms - oldest), 8) << " " << examples
+          << "\n";
+    }
+    if (t.found.duplicates > 0) {
+      std::string examples;
+      for (std::size_t i = 0; i < t.found.duplicate_ids.size() && i < kExamples; ++i) {
+        examples += (i > 0 ? ", " : "") + t.found.duplicate_ids[i];
+      }
+      out << pad(t.table, 32) << " " << pad("duplicate", 10) << " "
+          << pad(std::to_string(t.found.duplicates), 8) << " " << pad("-", 8) << " " << examples
+          << " (not a break)\n";
+    }
+  }
+  if (!any) out << "no breaks\n";
+}
+
+void write_json(std::ostream& out, const Report& report) {
+  std::string s;
+  std::uint64_t total = 0;
+  s += "{\"tables\":[";
+  for (std::size_t i = 0; i < report.tables.size(); ++i) {
+    const auto& t = report.tables[i];
+    s += i > 0 ? ",{" : "{";
+    s += "\"table\":";
+    json::append_string(s, t.table);
+    s += ",\"topics\":[";
+    for (std::size_t j = 0; j < t.topics.size(); ++j) {
+      if (j > 0) s += ',';
+      json::append_string(s, t.topics[j]);
+    }
+    s += "],\"source_rows\":" + std::to_string(t.source_rows);
+    s += ",\"kafka_records\":" + std::to_string(t.kafka_records);
+    s += ",\"expanded_buckets\":" + std::to_string(t.expanded_buckets);
+    s += ",\"duplicates\":" + std::to_string(t.found.duplicates);
+    s += ",\"duplicate_ids\":[";
+    for (std::size_t j = 0; j < t.found.duplicate_ids.size(); ++j) {
+      if (j > 0) s += ',';
+      json::append_string(s, t.found.duplicate_ids[j]);
+    }
+    s += "],\"newer_than_snapshot\":" + std::to_string(t.newer_than_snapshot);
+    s += ",\"snapshot_lsn\":";
+    json::append_string(s, t.snapshot_lsn);
+    s += std::string(",\"delivered\":") + (t.delivered ? "true" : "false");
+    s += ",\"breaks\":[";
+    for (std::size_t j = 0; j < t.found.breaks.size(); ++j) {
+      const auto& b = t.found.breaks[j];
+      s += j > 0 ? ",{" : "{";
+      s += "\"class\":";
+      json::append_string(s, to_string(b.cls));
+      s += ",\"id\":";
+      json::append_string(s, b.id);
+      if (b.since_ms >= 0) {
+        s += ",\"since_ms\":" + std::to_string(b.since_ms);
+        s += ",\"age_s\":" + std::to_string((report.now_ms - b.since_ms) / 1000);
+      } else {
+        s += ",\"since_ms\":null,\"age_s\":null";
+      }
+      s += ",\"detail\":";
+      json::append_string(s, b.detail);
+      s += '}';
+    }
+    total += t.found.breaks.size();
+    s += "]}";
+  }
+  s += "],\"breaks\":" + std::to_string(total);
+  s += ",\"now_ms\":" + std::to_string(report.now_ms) + "}\n";
+  out << s;
+}
+
+}  // namespace walrelay::reconcile
