@@ -1,5 +1,7 @@
 #include "loader.hpp"
 
+#include "reconcile_section.hpp"
+
 namespace walrelay::config::loading {
 
 void Loader::read_root(const YAML::Node& root) {
@@ -23,6 +25,10 @@ void Loader::read_root(const YAML::Node& root) {
        }},
       {"exactly_once",
        [this](const YAML::Node& v, const std::string& p) { read_exactly_once(v, p); }},
+      {"reconcile",
+       [this](const YAML::Node& v, const std::string& p) {
+         detail::read_reconcile(v, p, env_, config_.reconcile, errors_);
+       }},
   };
   std::set<std::string> seen;
   if (root.IsNull()) {

@@ -6,16 +6,17 @@
 #include <iostream>
 
 #include "walrelay/app/allocator.hpp"
-#include "walrelay/commands/check.hpp"
-#include "walrelay/connector/connector.hpp"
+#include "walrelay/app/exit_code.hpp"
 #include "walrelay/app/json_log_formatter.hpp"
 #include "walrelay/app/metrics/probe.hpp"
+#include "walrelay/commands/check.hpp"
 #include "walrelay/commands/slot_command.hpp"
-#include "walrelay/snapshot/send_signal.hpp"
 #include "walrelay/commands/snapshot_command.hpp"
 #include "walrelay/commands/tail_command.hpp"
-#include "walrelay/app/exit_code.hpp"
 #include "walrelay/config/config.hpp"
+#include "walrelay/connector/connector.hpp"
+#include "walrelay/reconcile/command.hpp"
+#include "walrelay/snapshot/send_signal.hpp"
 
 namespace {
 
@@ -86,6 +87,15 @@ int main(int argc, char** argv) {
   health->add_option("--address", health_address, "host:port of metrics.listen");
   health->add_option("--path", health_path, "/ready (default) or /live");
 
+  auto* reconcile = app.add_subcommand(
+      "reconcile", "compare the outbox tables with their topics: exit 0 clean, 1 breaks found");
+  reconcile->add_option("-c,--config", config_path, "configuration file (YAML)")->required();
+  walrelay::reconcile::Options reconcile_options;
+  std::string reconcile_since;
+  reconcile->add_option("-t,--table", reconcile_options.tables, "schema.table (repeatable)");
+  reconcile->add_option("--since", reconcile_since, "only events at most this old (e.g. 24h)");
+  reconcile->add_flag("--json", reconcile_options.json, "one JSON object with every break");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -115,6 +125,17 @@ int main(int argc, char** argv) {
   if (!cfg) return static_cast<int>(ExitCode::kConfigError);
   spdlog::set_level(spdlog::level::from_str(cfg->log.level));
 
+  if (*reconcile) {
+    if (!reconcile_since.empty()) {
+      auto since = walrelay::config::parse_duration(reconcile_since);
+      if (!since) {
+        std::cerr << "walrelay reconcile: --since: " << since.error() << "\n";
+        return static_cast<int>(ExitCode::kConfigError);
+      }
+      reconcile_options.since = *since;
+    }
+    return static_cast<int>(walrelay::reconcile::run(*cfg, reconcile_options, std::cout));
+  }
   if (*check) return static_cast<int>(walrelay::run_check(*cfg, std::cout));
   if (*tail) {
     return static_cast<int>(walrelay::run_tail(*cfg, tail_from_slot, tail_max, std::cout));

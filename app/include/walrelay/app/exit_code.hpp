@@ -17,6 +17,12 @@ enum class ExitCode : int {
   kKafkaAuthFailed = 7,      ///< Kafka refused walrelay's credentials (SASL/TLS authentication)
   kFenced = 8,  ///< delivery exactly_once: another instance with the same transactional.id took
                 ///< over (KIP-98 fencing, librdkafka ERR__FENCED / PRODUCER_FENCED)
+  /// `walrelay reconcile` (docs/reconcile.md): breaks were found. Same number as kRuntimeError,
+  /// which reconcile never returns (a failure to read is kReadFailed).
+  kBreaksFound = 1,
+  /// `walrelay reconcile`: a side (PostgreSQL or Kafka) could not be read, so nothing can be said
+  /// about breaks: no answer, a refused query, the replication slot missing.
+  kReadFailed = 9,
 };
 
 }  // namespace walrelay

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "walrelay/config/reconcile.hpp"
+
 namespace walrelay::config {
 
 /// How an extra outbox column is placed (Debezium `table.fields.additional.placement`
@@ -306,6 +308,7 @@ struct Config {
   /// exactly_once (transactional producer, positions stored in Kafka; docs/delivery.md).
   Delivery delivery = Delivery::kAtLeastOnce;
   ExactlyOnceConfig exactly_once;
+  ReconcileConfig reconcile;  ///< `reconcile:` (walrelay reconcile; config/reconcile.hpp)
 };
 
 /// One problem in a configuration file: the dotted key path (`tables[1].outbox.payload`) and

@@ -1,0 +1,363 @@
+#include "walrelay/reconcile/command.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "outbox_source.hpp"
+#include "pg_session.hpp"
+#include "topic_reader.hpp"
+#include "walrelay/kafka/security.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/reconcile/buckets.hpp"
+#include "walrelay/reconcile/classify.hpp"
+#include "walrelay/reconcile/report.hpp"
+
+namespace walrelay::reconcile {
+
+namespace {
+
+constexpr const char* kApplicationName = "walrelay-reconcile";
+constexpr std::size_t kPhantomLookupBatch = 1000;
+constexpr auto kKafkaTimeout = std::chrono::seconds(10);
+
+/// Why a run stopped before a report: the exit code and the line to log.
+struct Failure {
+  ExitCode code = ExitCode::kReadFailed;
+  std::string message;
+};
+
+Failure pg_failure(const std::string& what, const pg::Error& e) {
+  return Failure{
+      e.kind == pg::ErrorKind::kConfiguration ? ExitCode::kConfigError : ExitCode::kReadFailed,
+      what + ": " + e.message};
+}
+
+Failure kafka_failure(const std::string& what, const kafka::Error& e) {
+  return Failure{kafka::security_failure(e) != kafka::SecurityFailure::kNone
+                     ? ExitCode::kKafkaAuthFailed
+                     : ExitCode::kReadFailed,
+                 what + ": " + e.describe()};
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The outbox tables of the configuration that exist: each table of the database goes to the
+/// first `tables` entry matching it (unless `exclude` matches it), as the connector routes it.
+std::expected<std::vector<OutboxTable>, Failure> find_outbox_tables(PgSession& catalog,
+                                                                    const config::Config& cfg) {
+  auto rows = catalog.query(
+      "SELECT n.nspname, c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON "
+      "n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND "
+      "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%' "
+      "ORDER BY 1, 2");
+  if (!rows) return std::unexpected(pg_failure("listing the tables", rows.error()));
+  auto matches = [](const config::TableConfig& tc, const std::string& s, const std::string& t) {
+    return config::glob_match(tc.schema_pattern, s) && config::glob_match(tc.table_pattern, t);
+  };
+  std::vector<OutboxTable> out;
+  for (const auto& r : *rows) {
+    if (!r[0] || !r[1]) continue;
+    const std::string& schema = *r[0];
+    const std::string& table = *r[1];
+    if (std::ranges::any_of(cfg.exclude,
+                            [&](const auto& e) { return matches(e, schema, table); })) {
+      continue;
+    }
+    for (std::size_t i = 0; i < cfg.tables.size(); ++i) {
+      if (!matches(cfg.tables[i], schema, table)) continue;
+      if (cfg.tables[i].outbox) {
+        OutboxTable t;
+        t.schema = schema;
+        t.table = table;
+        t.config_index = i;
+        t.outbox = &*cfg.tables[i].outbox;
+        out.push_back(std::move(t));
+      }
+      break;
+    }
+  }
+  return out;
+}
+
+/// Waits until the slot's confirmed_flush_lsn is at or past `lsn`, at most `limit`. True: it is;
+/// false: not in time.
+std::expected<bool, Failure> wait_delivered(PgSession& catalog, const std::string& slot,
+                                            const std::string& lsn,
+                                            std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    auto rows = catalog.query(
+        "SELECT coalesce(confirmed_flush_lsn >= $1::pg_lsn, false), confirmed_flush_lsn::text "
+        "FROM pg_catalog.pg_replication_slots WHERE slot_name = $2",
+        {lsn, slot});
+    if (!rows) return std::unexpected(pg_failure("reading slot " + slot, rows.error()));
+    if (rows->empty()) {
+      return std::unexpected(
+          Failure{ExitCode::kReadFailed, "replication slot " + slot +
+                                             " does not exist: reconcile compares what walrelay "
+                                             "delivered from it (source.slot)"});
+    }
+    if ((*rows)[0][0] == "t") return true;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      spdlog::warn(
+          "reconcile: slot {} confirmed {} but not yet {} after {} ms "
+          "(reconcile.in_flight_limit): rows not in Kafka are in_flight breaks",
+          slot, (*rows)[0][1].value_or("nothing"), lsn, limit.count());
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+/// Compares one outbox table. `snapshot` holds the source's transaction.
+class TableComparison {
+ public:
+  TableComparison(const config::Config& cfg, const Options& options, PgSession& snapshot,
+                  PgSession& catalog, router::TypeRegistry& types, std::int64_t now)
+      : cfg_(cfg),
+        options_(options),
+        catalog_(catalog),
+        source_(snapshot, types),
+        cutoff_(options.since ? now - options.since->count() : -1) {}
+
+  std::expected<TableReport, Failure> run(const OutboxTable& t, TableReport report) {
+    report.table = t.name();
+    const std::size_t buckets = cfg_.reconcile.buckets;
+    BucketSums src(buckets);
+    BucketSums kaf(buckets);
+    std::set<std::string> topics;
+    // Pass 1: sums of both sides.
+    auto read_src = read_source(t, [&](const SourceEvent& e) {
+      if (topics.size() < 1000 && !topics.contains(std::string(e.topic))) {
+        topics.emplace(e.topic);
+      }
+      src.add(e.id, e.digest);
+    });
+    if (!read_src) return std::unexpected(*read_src.error());
+    report.topics.assign(topics.begin(), topics.end());
+    auto reader = TopicReader::open(cfg_, report.topics, kKafkaTimeout);
+    if (!reader) return std::unexpected(kafka_failure("describing the topics", reader.error()));
+    if (auto r = read_kafka(*reader, [&](const Entry& e) { kaf.add(e.id, e.digest); }); !r) {
+      return std::unexpected(r.error());
+    }
+    report.source_rows = src.total();
+    report.kafka_records = kaf.total();
+
+    // Pass 2: only the differing buckets, in rounds under the bound.
+    const auto differing = differing_buckets(src, kaf);
+    report.expanded_buckets = differing.size();
+    const auto rounds = plan_rounds(differing, src, kaf, cfg_.reconcile.max_expanded_entries);
+    for (const auto& round : rounds) {
+      if (round.size() == 1 &&
+          src.count(round[0]) + kaf.count(round[0]) > cfg_.reconcile.max_expanded_entries) {
+        spdlog::warn(
+            "reconcile: {}: bucket {} holds {} entries, more than "
+            "reconcile.max_expanded_entries ({}): compared in memory anyway (raise "
+            "reconcile.buckets)",
+            t.name(), round[0], src.count(round[0]) + kaf.count(round[0]),
+            cfg_.reconcile.max_expanded_entries);
+      }
+      const BucketSet members(buckets, round);
+      std::unordered_map<std::uint32_t, std::pair<std::vector<Entry>, std::vector<Entry>>> groups;
+      auto collected = read_source(t, [&](const SourceEvent& e) {
+        const auto b = src.bucket_of(e.id);
+        if (!members.contains(b)) return;
+        groups[b].first.push_back(
+            Entry{std::string(e.id), std::string(e.digest), e.timestamp_ms, ""});
+      });
+      if (!collected) return std::unexpected(*collected.error());
+      auto read = read_kafka(*reader, [&](const Entry& e) {
+        const auto b = kaf.bucket_of(e.id);
+        if (members.contains(b)) groups[b].second.push_back(e);
+      });
+      if (!read) return std::unexpected(read.error());
+      for (auto& [bucket, sides] : groups) {
+        classify_bucket(sides.first, sides.second, report.delivered, report.found);
+      }
+    }
+    // Phantoms whose row exists now were committed after the snapshot: newer, not breaks.
+    auto present = present_now(t, phantom_ids(report.found));
+    if (!present) return std::unexpected(present.error());
+    report.newer_than_snapshot = resolve_phantoms(report.found, *present);
+    std::ranges::sort(report.found.breaks, [](const Break& a, const Break& b) {
+      return std::tie(a.cls, a.id) < std::tie(b.cls, b.id);
+    });
+    if (unmappable_ > 0) {
+      spdlog::warn("reconcile: {}: {} rows walrelay cannot publish were left out (the first: {})",
+                   t.name(), unmappable_, first_unmappable_);
+    }
+    return report;
+  }
+
+ private:
+  // An error is a Failure (optional, so that success needs nothing).
+  using Step = std::expected<void, std::optional<Failure>>;
+
+  Step read_source(const OutboxTable& t, const std::function<void(const SourceEvent&)>& visit) {
+    unmappable_ = 0;
+    auto r = source_.read(
+        t,
+        [&](const SourceEvent& e) {
+          if (cutoff_ >= 0 && e.timestamp_ms < cutoff_) return;
+          visit(e);
+        },
+        unmappable_, first_unmappable_);
+    if (!r) return std::unexpected(pg_failure("reading " + t.name(), r.error()));
+    return {};
+  }
+
+  std::expected<void, Failure> read_kafka(TopicReader& reader,
+                                          const std::function<void(const Entry&)>& visit) {
+    Entry e;
+    auto r = reader.read(
+        [&](const TopicEvent& ev) {
+          if (cutoff_ >= 0 && ev.timestamp_ms < cutoff_) return;
+          e.where = std::string(ev.topic) + "/" + std::to_string(ev.partition) + "@" +
+                    std::to_string(ev.offset);
+          e.id = ev.id.empty() ? "(no id header) " + e.where : std::string(ev.id);
+          e.digest = std::string(ev.digest);
+          e.timestamp_ms = ev.timestamp_ms;
+          visit(e);
+        },
+        cfg_.reconcile.read_timeout);
+    if (!r) return std::unexpected(kafka_failure("reading the topics", r.error()));
+    return {};
+  }
+
+  std::expected<std::unordered_set<std::string>, Failure> present_now(
+      const OutboxTable& t, const std::vector<std::string>& ids) {
+    std::unordered_set<std::string> present;
+    const std::string col = pg::quote_ident(t.outbox->event_id);
+    const std::string sql = "SELECT " + col + "::text FROM " + t.quoted() + " WHERE " + col +
+                            "::text = ANY($1::text[])";
+    for (std::size_t i = 0; i < ids.size(); i += kPhantomLookupBatch) {
+      const std::vector<std::string> batch(
+          ids.begin() + static_cast<std::ptrdiff_t>(i),
+          ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), i + kPhantomLookupBatch)));
+      auto rows = catalog_.query(sql, {text_array_literal(batch)});
+      if (!rows) return std::unexpected(pg_failure("looking up " + t.name(), rows.error()));
+      for (const auto& r : *rows) {
+        if (r[0]) present.insert(*r[0]);
+      }
+    }
+    return present;
+  }
+
+  const config::Config& cfg_;
+  const Options& options_;
+  PgSession& catalog_;
+  OutboxSource source_;
+  std::int64_t cutoff_;
+  std::uint64_t unmappable_ = 0;
+  std::string first_unmappable_;
+};
+
+std::expected<Report, Failure> reconcile(const config::Config& cfg, const Options& options) {
+  Report report;
+  report.now_ms = now_ms();
+  auto catalog = PgSession::open(cfg.source.conninfo, kApplicationName);
+  if (!catalog) return std::unexpected(pg_failure("source.conninfo", catalog.error()));
+  auto found = find_outbox_tables(**catalog, cfg);
+  if (!found) return std::unexpected(found.error());
+  std::vector<OutboxTable> tables;
+  if (options.tables.empty()) {
+    tables = std::move(*found);
+  } else {
+    for (const auto& name : options.tables) {
+      auto it = std::ranges::find_if(
+          *found, [&](const OutboxTable& t) { return t.name() == name || t.quoted() == name; });
+      if (it == found->end()) {
+        return std::unexpected(Failure{
+            ExitCode::kConfigError,
+            "--table " + name +
+                ": not an outbox table of the configuration found in the database (row-change "
+                "tables are not compared yet)"});
+      }
+      tables.push_back(*it);
+    }
+  }
+  if (tables.empty()) {
+    return std::unexpected(Failure{ExitCode::kConfigError,
+                                   "tables: no outbox table of the configuration exists in the "
+                                   "database (row-change tables are not compared yet)"});
+  }
+  if (options.since) {
+    for (const auto& t : tables) {
+      if (!t.outbox->timestamp) {
+        return std::unexpected(Failure{
+            ExitCode::kConfigError,
+            "tables[" + std::to_string(t.config_index) +
+                "].outbox.timestamp: --since needs the outbox's timestamp column (it is also the "
+                "record's timestamp, so both sides are cut at the same instant): " +
+                t.name()});
+      }
+    }
+  }
+  router::TypeRegistry types;
+  {
+    OutboxSource describer(**catalog, types);
+    for (auto& t : tables) {
+      if (auto d = describer.describe(t); !d) {
+        return std::unexpected(Failure{ExitCode::kReadFailed, d.error()});
+      }
+    }
+  }
+
+  // One snapshot for every table, and the WAL position in it: every row it shows was committed
+  // at or before that position (the insert position, not the write position, so that a commit
+  // with synchronous_commit off that is not yet written is still before it).
+  auto snapshot = PgSession::open(cfg.source.conninfo, kApplicationName);
+  if (!snapshot) return std::unexpected(pg_failure("source.conninfo", snapshot.error()));
+  auto lsn = (*snapshot)->query(
+      "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SELECT "
+      "pg_catalog.pg_current_wal_insert_lsn()::text");
+  if (!lsn) return std::unexpected(pg_failure("taking the source's snapshot", lsn.error()));
+  const std::string snapshot_lsn = lsn->empty() ? "0/0" : (*lsn)[0][0].value_or("0/0");
+  auto delivered =
+      wait_delivered(**catalog, cfg.source.slot, snapshot_lsn, cfg.reconcile.in_flight_limit);
+  if (!delivered) return std::unexpected(delivered.error());
+  spdlog::info("reconcile: snapshot at {}, slot {} {}", snapshot_lsn, cfg.source.slot,
+               *delivered ? "passed it" : "did not pass it in time");
+
+  TableComparison compare(cfg, options, **snapshot, **catalog, types, report.now_ms);
+  for (const auto& t : tables) {
+    TableReport tr;
+    tr.snapshot_lsn = snapshot_lsn;
+    tr.delivered = *delivered;
+    auto done = compare.run(t, std::move(tr));
+    if (!done) return std::unexpected(done.error());
+    spdlog::info("reconcile: {}: {} rows, {} records, {} breaks, {} duplicates", done->table,
+                 done->source_rows, done->kafka_records, done->found.breaks.size(),
+                 done->found.duplicates);
+    report.tables.push_back(std::move(*done));
+  }
+  (void)(*snapshot)->query("COMMIT");
+  return report;
+}
+
+}  // namespace
+
+ExitCode run(const config::Config& cfg, const Options& options, std::ostream& out) {
+  auto report = reconcile(cfg, options);
+  if (!report) {
+    spdlog::error("reconcile: {}", report.error().message);
+    return report.error().code;
+  }
+  if (options.json) {
+    write_json(out, *report);
+  } else {
+    write_summary(out, *report);
+  }
+  return report->has_breaks() ? ExitCode::kBreaksFound : ExitCode::kOk;
+}
+
+}  // namespace walrelay::reconcile

@@ -1,0 +1,43 @@
+#pragma once
+
+// `walrelay reconcile`: does Kafka hold what the database says it should? (docs/reconcile.md)
+//
+// For each outbox table of the configuration: the rows of one REPEATABLE READ snapshot of the
+// source, with the WAL insert position noted in it, against the records of the table's topics
+// read to their end offsets taken once the slot's confirmed_flush_lsn has passed that position
+// (walrelay confirms a position only once everything before it is in Kafka: docs/delivery.md),
+// so a difference is a break, not lag. Matched by event id (header `id`), compared by payload
+// digest (header `payload_digest`, else router::payload_digest of the value), in buckets
+// (buckets.hpp) so memory is bounded by `reconcile.buckets` and `reconcile.max_expanded_entries`
+// whatever the topic holds.
+
+#include <chrono>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "walrelay/app/exit_code.hpp"
+#include "walrelay/config/config.hpp"
+
+namespace walrelay::reconcile {
+
+/// The command line's choices.
+struct Options {
+  /// `--table schema.table` (repeatable): only these outbox tables; empty: every outbox table the
+  /// configuration captures.
+  std::vector<std::string> tables;
+  /// `--since D`: only events whose timestamp (the outbox's `timestamp` column, which is also the
+  /// record's timestamp) is at most D old; needs `outbox.timestamp` on every table compared.
+  std::optional<std::chrono::milliseconds> since;
+  bool json = false;  ///< `--json`: one JSON object with every break instead of the summary
+};
+
+/// Runs one reconciliation and writes the report to `out` (progress and errors go to the log).
+/// Returns kOk (0) when there is no break, kBreaksFound (1) when there are, kConfigError (2) for
+/// a bad option or configuration (the message names the key or option), kKafkaAuthFailed (7),
+/// or kReadFailed (9) when a side could not be read (PostgreSQL or Kafka: no answer, refused,
+/// the slot missing).
+ExitCode run(const config::Config& cfg, const Options& options, std::ostream& out);
+
+}  // namespace walrelay::reconcile

@@ -1,0 +1,135 @@
+#include "outbox_source.hpp"
+
+#include <charconv>
+#include <set>
+
+#include "walrelay/core/json.hpp"
+#include "walrelay/decoder/change.hpp"
+#include "walrelay/decoder/wal2json_value.hpp"
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/router/payload_digest.hpp"
+
+namespace walrelay::reconcile {
+
+namespace {
+
+std::uint32_t to_u32(const std::optional<std::string>& text) {
+  std::uint32_t v = 0;
+  if (text) std::from_chars(text->data(), text->data() + text->size(), v);
+  return v;
+}
+
+}  // namespace
+
+std::string OutboxTable::quoted() const {
+  return pg::quote_ident(schema) + "." + pg::quote_ident(table);
+}
+
+std::expected<void, std::string> OutboxSource::describe(OutboxTable& t) {
+  const auto& ob = *t.outbox;
+  std::vector<std::string> wanted = {ob.event_id, ob.aggregate_id, ob.aggregate_type, ob.payload};
+  if (ob.event_type) wanted.push_back(*ob.event_type);
+  if (ob.timestamp) wanted.push_back(*ob.timestamp);
+  for (const auto& a : ob.additional) wanted.push_back(a.column);
+  auto rows = session_.query(
+      "SELECT attname, atttypid FROM pg_catalog.pg_attribute WHERE attrelid = $1::regclass AND "
+      "attnum > 0 AND NOT attisdropped AND attname = ANY($2::text[]) ORDER BY attnum",
+      {t.quoted(), text_array_literal(wanted)});
+  if (!rows) return std::unexpected(rows.error().message);
+  t.columns.clear();
+  std::set<std::string> have;
+  std::vector<std::string> oids;
+  for (const auto& r : *rows) {
+    if (!r[0]) continue;
+    t.columns.emplace_back(*r[0], to_u32(r[1]));
+    have.insert(*r[0]);
+    if (types_.find(to_u32(r[1])) == nullptr && r[1]) oids.push_back(*r[1]);
+  }
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (!have.contains(wanted[i])) {
+      return std::unexpected(t.name() + " has no column " + pg::quote_ident(wanted[i]) +
+                             " (tables[" + std::to_string(t.config_index) + "].outbox)");
+    }
+  }
+  if (oids.empty()) return {};
+  // Domains (and domains over domains) resolve to their base type, as the connector's registry
+  // does from pg_type.
+  auto types = session_.query(
+      "WITH RECURSIVE chain(oid) AS (SELECT unnest($1::oid[]) UNION SELECT p.typbasetype FROM "
+      "pg_catalog.pg_type p JOIN chain c ON p.oid = c.oid WHERE p.typbasetype <> 0) SELECT p.oid, "
+      "format_type(p.oid, NULL), p.typcategory, p.typtype, p.typelem, p.typbasetype FROM "
+      "pg_catalog.pg_type p JOIN chain c ON p.oid = c.oid",
+      {text_array_literal(oids)});
+  if (!types) return std::unexpected(types.error().message);
+  for (const auto& r : *types) {
+    router::TypeInfo info;
+    info.oid = to_u32(r[0]);
+    info.name = r[1].value_or("");
+    info.category = r[2] && !r[2]->empty() ? (*r[2])[0] : 'U';
+    info.kind = r[3] && !r[3]->empty() ? (*r[3])[0] : 'b';
+    info.element = to_u32(r[4]);
+    info.base = to_u32(r[5]);
+    if (types_.find(info.oid) == nullptr) types_.add(std::move(info));
+  }
+  return {};
+}
+
+std::expected<void, pg::Error> OutboxSource::read(
+    const OutboxTable& t, const std::function<void(const SourceEvent&)>& visit,
+    std::uint64_t& unmappable, std::string& first_error, std::size_t batch) {
+  std::string select = "SELECT ";
+  for (std::size_t i = 0; i < t.columns.size(); ++i) {
+    select += (i > 0 ? ", " : "") + pg::quote_ident(t.columns[i].first);
+  }
+  select += " FROM " + t.quoted();
+  if (auto r = session_.query("DECLARE walrelay_reconcile NO SCROLL CURSOR FOR " + select); !r) {
+    return std::unexpected(r.error());
+  }
+  const std::string fetch = "FETCH " + std::to_string(batch) + " FROM walrelay_reconcile";
+  std::vector<decoder::Column> row(t.columns.size());
+  std::vector<std::string> names_json(t.columns.size());
+  for (std::size_t i = 0; i < t.columns.size(); ++i) {
+    json::append_string(names_json[i], t.columns[i].first);
+  }
+  const auto where = [&] { return "outbox table " + t.name(); };
+  std::vector<std::size_t> ends(t.columns.size());
+  for (;;) {
+    auto rows = session_.query(fetch);
+    if (!rows) return std::unexpected(rows.error());
+    if (rows->empty()) break;
+    for (const auto& r : *rows) {
+      tokens_.clear();
+      bool ok = true;
+      for (std::size_t i = 0; i < t.columns.size() && ok; ++i) {
+        std::optional<std::string_view> text;
+        if (r[i]) text = *r[i];
+        ok = decoder::append_wal2json_value(tokens_, text, t.columns[i].second,
+                                            decoder::NumericTokens::kNumbers);
+        ends[i] = tokens_.size();
+      }
+      if (!ok) {
+        if (unmappable++ == 0) first_error = where() + ": a numeric value is not a number";
+        continue;
+      }
+      std::size_t begin = 0;
+      const std::string_view all(tokens_);
+      for (std::size_t i = 0; i < t.columns.size(); ++i) {
+        row[i] = decoder::Column{t.columns[i].first, names_json[i], t.columns[i].second,
+                                 all.substr(begin, ends[i] - begin)};
+        begin = ends[i];
+      }
+      auto built = builder_.build(*t.outbox, row, -1, where, buffer_);
+      if (!built) {
+        if (unmappable++ == 0) first_error = built.error().reason;
+        continue;
+      }
+      digest_.clear();
+      if (buffer_.has_value) router::append_payload_digest(digest_, buffer_.value);
+      visit(SourceEvent{buffer_.id, buffer_.topic, digest_, buffer_.timestamp_ms});
+    }
+  }
+  if (auto r = session_.query("CLOSE walrelay_reconcile"); !r) return std::unexpected(r.error());
+  return {};
+}
+
+}  // namespace walrelay::reconcile

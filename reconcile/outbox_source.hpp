@@ -1,0 +1,71 @@
+#pragma once
+
+// One outbox table read the way walrelay publishes its rows: each row's configured columns (their
+// text from a session with the pinned settings, pg_session.hpp) become wal2json tokens
+// (decoder::append_wal2json_value, as the snapshot does for its rows) and then the event's record
+// through the shared router::OutboxRecordBuilder; the event id is the record's `id` header and the
+// digest router::payload_digest of its value, so both sides' bytes come from the same code.
+
+#include <cstdint>
+#include <expected>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pg_session.hpp"
+#include "walrelay/config/config.hpp"
+#include "walrelay/router/outbox_record.hpp"
+#include "walrelay/router/type_registry.hpp"
+
+namespace walrelay::reconcile {
+
+/// An outbox table of the configuration, found in the catalog.
+struct OutboxTable {
+  std::string schema;
+  std::string table;
+  std::size_t config_index = 0;  ///< its `tables[i]` entry
+  const config::OutboxConfig* outbox = nullptr;
+  /// The configured columns the table has, with their type OIDs (pg_attribute.atttypid).
+  std::vector<std::pair<std::string, std::uint32_t>> columns;
+  [[nodiscard]] std::string name() const { return schema + "." + table; }
+  [[nodiscard]] std::string quoted() const;
+};
+
+/// One row as its event: id, topic, digest ("" for a tombstone), timestamp (ms, -1 when the
+/// outbox has no timestamp column or it is NULL).
+struct SourceEvent {
+  std::string_view id;
+  std::string_view topic;
+  std::string_view digest;
+  std::int64_t timestamp_ms = -1;
+};
+
+/// Reads outbox rows. Owned by one thread; uses `session` (in its snapshot transaction).
+class OutboxSource {
+ public:
+  OutboxSource(PgSession& session, router::TypeRegistry& types)
+      : session_(session), types_(types) {}
+
+  /// Looks up `t`'s configured columns and their types (domains too, so a domain over jsonb is
+  /// read as jsonb). Error: the server's, or "has no column <c>" for a required column.
+  std::expected<void, std::string> describe(OutboxTable& t);
+
+  /// Streams every row of `t` (a cursor fetching `batch` rows at a time, so memory does not grow
+  /// with the table) to `visit`. Rows the builder refuses (what walrelay would dead-letter or fail
+  /// on) are counted in `unmappable` and skipped; the first reason is kept in `first_error`.
+  std::expected<void, pg::Error> read(const OutboxTable& t,
+                                      const std::function<void(const SourceEvent&)>& visit,
+                                      std::uint64_t& unmappable, std::string& first_error,
+                                      std::size_t batch = 2000);
+
+ private:
+  PgSession& session_;
+  router::TypeRegistry& types_;
+  router::OutboxRecordBuilder builder_{types_};
+  router::RecordBuffer buffer_;
+  std::string tokens_;
+  std::string digest_;
+};
+
+}  // namespace walrelay::reconcile
