@@ -12,7 +12,7 @@ namespace walrelay::itest {
 
 enum class Why {
   kIntended,     ///< walrelay keeps its own behaviour on purpose (Debezium is lossy there)
-  kNotYetFixed,  ///< a walrelay bug, still open in issue 8
+  kNotYetFixed,  ///< a walrelay bug, not yet fixed (each entry goes when it is)
 };
 
 /// A difference the test accepts. `path` is a glob (`*` matches any characters) over the
@@ -148,7 +148,7 @@ inline const std::vector<Allowed> kAllowed = {
      "Debezium publishes a numeric array with a NaN/Infinity element as null (lossy); walrelay maps "
      "every element", "Where walrelay differs from Debezium"},
     // ========================================================================= NOT YET FIXED
-    // walrelay bugs (issue 8). Observed values in the comments; each entry goes when it is fixed.
+    // walrelay bugs not yet fixed. Observed values in the comments; each entry goes when it is fixed.
 
     // (none: every difference found so far is fixed)
 };
