@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "walrelay/config/reconcile.hpp"
+#include "walrelay/config/relay.hpp"
 
 namespace walrelay::config {
 
@@ -50,6 +51,9 @@ struct OutboxConfig {
   /// Publish an event whose aggregate id is the empty string (key ''). Off: such a row is a
   /// mapping error (errors.policy), like a NULL id: unrelated aggregates would share one key.
   bool allow_empty_aggregate_id = false;
+  /// `tables[].outbox.poll`: the columns `source.mode: poll` reads and writes (config/relay.hpp);
+  /// set (defaults) for every outbox table in poll mode, absent otherwise.
+  std::optional<OutboxPollConfig> poll;
 };
 
 /// Row-change operations (Debezium `op` letters): c insert, u update, d delete, t truncate.
@@ -91,6 +95,8 @@ struct MessageOutboxConfig {
 };
 
 struct SourceConfig {
+  /// logical (the slot, default) or poll (outbox tables only, the relay; docs/relay.md).
+  SourceMode mode = SourceMode::kLogical;
   std::string conninfo;  ///< libpq conninfo string or URI (may hold a password: never log it raw)
   std::string slot;      ///< replication slot name; default `walrelay_<name>`
   bool create_slot = true;  ///< create the slot (plugin wal2json) when missing
@@ -309,6 +315,7 @@ struct Config {
   Delivery delivery = Delivery::kAtLeastOnce;
   ExactlyOnceConfig exactly_once;
   ReconcileConfig reconcile;  ///< `reconcile:` (walrelay reconcile; config/reconcile.hpp)
+  RelayConfig relay;          ///< `relay:` (source.mode poll; config/relay.hpp)
 };
 
 /// One problem in a configuration file: the dotted key path (`tables[1].outbox.payload`) and
