@@ -16,6 +16,8 @@
 #include "walrelay/config/config.hpp"
 #include "walrelay/connector/connector.hpp"
 #include "walrelay/reconcile/command.hpp"
+#include "walrelay/relay/check.hpp"
+#include "walrelay/relay/relay.hpp"
 #include "walrelay/snapshot/send_signal.hpp"
 
 namespace {
@@ -136,7 +138,21 @@ int main(int argc, char** argv) {
     }
     return static_cast<int>(walrelay::reconcile::run(*cfg, reconcile_options, std::cout));
   }
-  if (*check) return static_cast<int>(walrelay::run_check(*cfg, std::cout));
+  const bool poll = cfg->source.mode == walrelay::config::SourceMode::kPoll;
+  if (*check) {
+    return static_cast<int>(poll ? walrelay::relay::run_check(*cfg, std::cout)
+                                 : walrelay::run_check(*cfg, std::cout));
+  }
+  if (poll && !*run) {
+    // The other commands read the slot or its stream, which poll mode has none of.
+    std::cerr << "walrelay: source.mode poll (docs/relay.md) supports run and check only\n";
+    return static_cast<int>(ExitCode::kConfigError);
+  }
+  if (poll) {
+    boost::asio::io_context io(1);
+    walrelay::relay::Relay relay(io, std::move(*cfg));
+    return static_cast<int>(walrelay::app::run(io, relay));
+  }
   if (*tail) {
     return static_cast<int>(walrelay::run_tail(*cfg, tail_from_slot, tail_max, std::cout));
   }
