@@ -301,6 +301,9 @@ void Relay::publish_rows(const pg::AsyncConnection::Rows& rows) {
       row.outcome.state = RowState::kWaiting;
       ++waiting_;
       ++published_;
+      // A row that failed before is published alone on its key: its key's later rows wait
+      // for it here instead of being published again with each of its tries.
+      if (row.outcome.attempts > 0) stopped.insert(row.outcome.key);
       continue;
     }
     stopped.insert(row.outcome.key);

@@ -3,6 +3,7 @@
 // once, and each key's events are in order on its partition.
 
 #include <atomic>
+#include <iostream>
 #include <map>
 #include <set>
 #include <thread>
@@ -81,6 +82,14 @@ TEST_F(RelayTest, TwoRelaysPublishEveryEventOnceAndEachKeyInOrder) {
   }
   EXPECT_EQ(a.stop(), 0) << a.logs();
   EXPECT_EQ(b.stop(), 0) << b.logs();
+  // Each instance's share, from its last log line ("N record(s) published, M row(s) marked sent").
+  for (const WalrelayProcess* p : {&a, &b}) {
+    const std::string log = p->stderr_text();
+    const std::size_t at = log.rfind(" record(s) published");
+    std::size_t begin = at;
+    while (begin > 0 && log[begin - 1] >= '0' && log[begin - 1] <= '9') --begin;
+    std::cout << "relay share: " << log.substr(begin, at - begin) << " record(s)\n";
+  }
 }
 
 }  // namespace
