@@ -49,6 +49,7 @@ std::vector<std::string> RelayTest::outbox_lines(bool poll_columns) const {
 std::string RelayTest::poll_yaml(const std::vector<TableEntry>& tables,
                                  const std::string& relay_lines) const {
   WalrelayConfig cfg = make_config(tables);
+  cfg.conninfo += conninfo_suffix_;
   cfg.metrics_listen = "";
   cfg.extra_yaml = "relay:\n  poll_interval: 100ms\n  notify_channel: \"" + channel_ +
                    "\"\n  backoff: {min: 100ms, max: 1s}\n" + relay_lines;

@@ -42,7 +42,8 @@ class RelayTest : public IntegrationTest {
   bool wait_drained(const std::string& table_name,
                     std::chrono::milliseconds timeout = kDefaultTimeout);
 
-  std::string channel_;  ///< this test's notify channel
+  std::string channel_;          ///< this test's notify channel
+  std::string conninfo_suffix_;  ///< appended to source.conninfo by poll_yaml (e.g. " user=x")
 };
 
 /// Creates `topic` with `partitions` and the topic `configs` (name, value) through the admin API,

@@ -273,5 +273,32 @@ TEST_F(RelayTest, MissingColumnAndRowChangeTableAreRefusedNamingTheKey) {
       << row_table.logs();
 }
 
+// An ordinary role (no REPLICATION) drains the outbox once it may SELECT and UPDATE it; without
+// UPDATE, `check` and `run` refuse it naming the GRANT.
+TEST_F(RelayTest, AnOrdinaryRoleWithoutUpdateIsRefusedNamingTheGrant) {
+  create_outbox("event_outbox");
+  const std::string role = name_ + "_relay";
+  const ScopedRole scoped_role(*pg_, role);
+  pg_->exec("ALTER ROLE " + sql_ident(role) + " NOREPLICATION");
+  pg_->exec("GRANT USAGE ON SCHEMA " + schema_ + " TO " + sql_ident(role));
+  pg_->exec("GRANT SELECT ON " + table("event_outbox") + " TO " + sql_ident(role));
+  conninfo_suffix_ = " user=" + role;
+  const std::string yaml = poll_yaml({{table("event_outbox"), outbox_lines()}});
+  WalrelayProcess check(yaml, "check");
+  check.start({"check", "--config", check.config_path().string()});
+  EXPECT_EQ(check.wait_exit(), 2) << check.logs();
+  EXPECT_NE(check.stdout_text().find("GRANT SELECT, UPDATE ON \"" + schema_ +
+                                     "\".\"event_outbox\" TO <role>"),
+            std::string::npos)
+      << check.logs();
+  pg_->exec("GRANT UPDATE ON " + table("event_outbox") + " TO " + sql_ident(role));
+  const std::string id = insert("event_outbox", "sub-1", "evt", "'{}'");
+  WalrelayProcess relay(yaml, "relay");
+  relay.start();
+  ASSERT_TRUE(wait_drained("event_outbox")) << relay.logs();
+  EXPECT_EQ(status_of("event_outbox", id), "sent");
+  EXPECT_EQ(relay.stop(), 0) << relay.logs();
+}
+
 }  // namespace
 }  // namespace walrelay::itest
