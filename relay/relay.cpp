@@ -149,7 +149,10 @@ void Relay::on_preflight(PreflightResult result) {
 }
 
 void Relay::listen() {
-  if (cfg_.relay.notify_channel.empty()) return;
+  if (cfg_.relay.notify_channel.empty() || listener_.busy()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - listened_at_ < std::chrono::seconds(1)) return;
+  listened_at_ = now;
   listener_.on_notification([this](const std::string&, const std::string&) {
     if (in_tick_) {
       tick_again_ = true;  // coalesced: one more tick after this one
@@ -157,8 +160,8 @@ void Relay::listen() {
       schedule(milliseconds(0));
     }
   });
-  // Also run at every backstop poll: LISTEN again is a no-op on a live session and listens
-  // anew on one that reconnected.
+  // Also run at the backstop polls (at most once a second): LISTEN again is a no-op on a live
+  // session and listens anew on one that reconnected.
   listener_.query("LISTEN " + pg::quote_ident(cfg_.relay.notify_channel), {},
                   [](const pg::AsyncConnection::Result& r) {
                     if (!r)

@@ -107,7 +107,8 @@ class Relay : public app::System {
   std::size_t waiting_ = 0;  ///< delivery reports outstanding for the batch
   bool awaiting_reports_ = false;
   std::chrono::milliseconds backoff_{0};
-  std::string crash_after_ack_;  ///< the test seam's event id ("" = off)
+  std::chrono::steady_clock::time_point listened_at_{};  ///< the last LISTEN sent
+  std::string crash_after_ack_;                          ///< the test seam's event id ("" = off)
   std::uint64_t published_ = 0;
   std::uint64_t sent_ = 0;
 };
