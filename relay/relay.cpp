@@ -228,6 +228,7 @@ void Relay::on_claimed(pg::AsyncConnection::Result result) {
         fail_tick("COMMIT failed: " + r.error(), false);
         return;
       }
+      backoff_ = milliseconds(0);  // PostgreSQL answers again: notifications wake it again
       ++table_;
       claim_next_table();
     });
