@@ -127,6 +127,12 @@ int main(int argc, char** argv) {
   if (!cfg) return static_cast<int>(ExitCode::kConfigError);
   spdlog::set_level(spdlog::level::from_str(cfg->log.level));
 
+  const bool poll = cfg->source.mode == walrelay::config::SourceMode::kPoll;
+  if (poll && !*run && !*check) {
+    // The other commands read the slot or its stream, which poll mode has none of.
+    std::cerr << "walrelay: source.mode poll (docs/relay.md) supports run and check only\n";
+    return static_cast<int>(ExitCode::kConfigError);
+  }
   if (*reconcile) {
     if (!reconcile_since.empty()) {
       auto since = walrelay::config::parse_duration(reconcile_since);
@@ -138,15 +144,9 @@ int main(int argc, char** argv) {
     }
     return static_cast<int>(walrelay::reconcile::run(*cfg, reconcile_options, std::cout));
   }
-  const bool poll = cfg->source.mode == walrelay::config::SourceMode::kPoll;
   if (*check) {
     return static_cast<int>(poll ? walrelay::relay::run_check(*cfg, std::cout)
                                  : walrelay::run_check(*cfg, std::cout));
-  }
-  if (poll && !*run) {
-    // The other commands read the slot or its stream, which poll mode has none of.
-    std::cerr << "walrelay: source.mode poll (docs/relay.md) supports run and check only\n";
-    return static_cast<int>(ExitCode::kConfigError);
   }
   if (poll) {
     boost::asio::io_context io(1);
