@@ -292,6 +292,15 @@ TEST_F(RelayTest, AnOrdinaryRoleWithoutUpdateIsRefusedNamingTheGrant) {
             std::string::npos)
       << check.logs();
   pg_->exec("GRANT UPDATE ON " + table("event_outbox") + " TO " + sql_ident(role));
+  // Granted: check passes and prints the set-up SQL (partial indexes, the notify trigger).
+  WalrelayProcess granted(yaml, "check-granted");
+  granted.start({"check", "--config", granted.config_path().string()});
+  EXPECT_EQ(granted.wait_exit(), 0) << granted.logs();
+  EXPECT_NE(granted.stdout_text().find("WHERE \"status\" = 'pending';"), std::string::npos)
+      << granted.logs();
+  EXPECT_NE(granted.stdout_text().find("PERFORM pg_notify('" + channel_ + "', '')"),
+            std::string::npos)
+      << granted.logs();
   const std::string id = insert("event_outbox", "sub-1", "evt", "'{}'");
   WalrelayProcess relay(yaml, "relay");
   relay.start();
