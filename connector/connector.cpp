@@ -28,8 +28,8 @@ std::string version_string() {
 }
 
 constexpr std::uint64_t kSeqMask = (1ull << 48) - 1;
-constexpr std::uint64_t kEpochMask = 0x1FFF;  // 13 bits: the publisher keeps bits 62-63
-constexpr std::uint64_t kDeadLetterBit = 1ull << 61;
+constexpr std::uint64_t kEpochMask = 0x3FF;  // 10 bits: the publisher keeps bits 59-63
+constexpr std::uint64_t kDeadLetterBit = 1ull << 58;
 
 }  // namespace
 

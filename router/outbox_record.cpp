@@ -47,6 +47,7 @@ void RecordBuffer::clear() {
   has_key = false;
   has_value = true;
   timestamp_ms = 0;
+  op = 0;
   header_values.clear();
   header_names.clear();
 }
@@ -59,7 +60,7 @@ Record RecordBuffer::record() {
   }
   return Record{topic, has_key ? std::optional<std::string_view>(key) : std::nullopt,
                 has_value ? std::optional<std::string_view>(value) : std::nullopt,
-                std::span<const Header>(headers), timestamp_ms};
+                std::span<const Header>(headers), timestamp_ms, op};
 }
 
 std::expected<OutboxColumns, MappingError> OutboxRecordBuilder::locate(

@@ -395,6 +395,7 @@ void EventRouter::finish_row_record(Slot& s, const Rule& rule, bool has_key, cha
     s.value.append(buf, static_cast<std::size_t>(p - buf));
   }
   s.timestamp_ms = commit_ts_ms_;
+  s.op = op;
 }
 
 void EventRouter::add_tombstone(const Slot& of) {

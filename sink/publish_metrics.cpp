@@ -1,32 +1,6 @@
 #include "walrelay/sink/publish_metrics.hpp"
 
-#include <cstring>
-
 namespace walrelay::sink {
-
-std::string_view envelope_op(std::string_view value, bool has_value) {
-  if (!has_value) return "tombstone";
-  if (value.size() <= 2 || value.back() != '}') return {};
-  // The envelope's own op is its last "op" field (after before/after/source/transaction), within
-  // the last 160 bytes: a value field named "op" earlier in the row does not count.
-  // Searched backwards for the `p` of `"op":"` (memrchr, vectorised: the fields after op are
-  // ts_ms/ts_us/ts_ns, digits), ~60 bytes from the end: a tenth of a naive rfind's cost, which was
-  // ~3 % of the stream's CPU.
-  const std::string_view tail = value.substr(value.size() > 160 ? value.size() - 160 : 0);
-  const char* const begin = tail.data();
-  const char* const end = begin + tail.size();
-  for (const char* limit = end;;) {
-    const auto* p =
-        static_cast<const char*>(::memrchr(begin, 'p', static_cast<std::size_t>(limit - begin)));
-    if (p == nullptr) return {};
-    // `"op":"X"`: p[-2..3] is `"op":"`, p[4] the op, and a byte after it.
-    if (p - begin >= 2 && end - p > 5 && p[-2] == '"' && p[-1] == 'o' && p[1] == '"' &&
-        p[2] == ':' && p[3] == '"') {
-      return {p + 4, 1};
-    }
-    limit = p;
-  }
-}
 
 void PublishMetrics::on_acknowledged(std::string_view topic, std::string_view op,
                                      std::size_t bytes) {

@@ -568,6 +568,7 @@ std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_wate
       o.value = r.value.value_or("");
       o.id = id;
       o.ts = r.timestamp_ms;
+      o.op = r.op;
       owned_.push_back(std::move(o));
     }
   }
@@ -577,7 +578,7 @@ std::expected<std::span<const Record>, std::string> IncrementalSnapshot::on_wate
     headers_[i] = {Header{header::kId, o.id}};
     records_.push_back(
         Record{o.topic, o.has_key ? std::optional<std::string_view>(o.key) : std::nullopt,
-               std::string_view(o.value), std::span<const Header>(headers_[i]), o.ts});
+               std::string_view(o.value), std::span<const Header>(headers_[i]), o.ts, o.op});
   }
   Pending p;
   p.next_lsn = txn_next_lsn;

@@ -303,8 +303,9 @@ TEST_F(PipelineTest, EverySourcesRecordsCountInThePublishMetrics) {
   start();
   const std::string stream_value = R"({"before":null,"after":{"id":1},"op":"c","ts_ms":1})";
   const std::string snapshot_value = R"({"before":null,"after":{"id":2},"op":"r","ts_ms":1})";
-  const Record s1{"events", std::string_view("1"), std::string_view(stream_value), {}, 0};
-  const Record s2{"events", std::string_view("2"), std::string_view(snapshot_value), {}, 0};
+  // Record::op as the router sets it (the label never comes from reading the value).
+  const Record s1{"events", std::string_view("1"), std::string_view(stream_value), {}, 0, 'c'};
+  const Record s2{"events", std::string_view("2"), std::string_view(snapshot_value), {}, 0, 'r'};
   const Record pos{"events", std::string_view("pos"), std::string_view("{}"), {}, 0};
   ASSERT_TRUE(publisher_.publish(RecordSource::kStream, s1, 1).queued());
   ASSERT_TRUE(publisher_.publish(RecordSource::kSnapshot, s2, 1).queued());

@@ -26,6 +26,11 @@ struct Record {
   std::span<const Header> headers;
   /// Record timestamp in ms since the Unix epoch; 0 lets the producer use the current time.
   std::int64_t timestamp_ms = 0;
+  /// The row-change envelope's `op` as the router wrote it ('c', 'u', 'd', 'r' or 't'); 0 for a
+  /// record without one (a domain event, a dead letter, a tombstone: `value` tells that). Only the
+  /// publish metrics read it (their `op` label, docs/operations.md "Metrics and health"), so that a
+  /// delivery report never has to look into the value again.
+  char op = 0;
 };
 
 }  // namespace walrelay

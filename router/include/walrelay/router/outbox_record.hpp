@@ -57,6 +57,7 @@ struct RecordBuffer {
   bool has_key = false;
   bool has_value = true;  ///< false: a tombstone (null value)
   std::int64_t timestamp_ms = 0;
+  char op = 0;  ///< the row-change envelope's op (Record::op), 0 for other records
   /// The headers after `id`, in order: names (views of constants or of the configuration that
   /// built them, which must outlive the buffer's records) and their owned values.
   std::vector<std::string_view> header_names;

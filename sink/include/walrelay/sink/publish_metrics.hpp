@@ -13,12 +13,6 @@
 
 namespace walrelay::sink {
 
-/// The `op` label of an acknowledged record (docs/operations.md "Metrics and health",
-/// `walrelay_events_published_total{topic,op}`): a row-change envelope's `op` (its last `"op":"…"`
-/// field, near the end of the value: `c`, `u`, `d`, `r`, `t`), "tombstone" for a null value, ""
-/// for anything else (outbox events, dead-letter records). Reads `value` only.
-std::string_view envelope_op(std::string_view value, bool has_value);
-
 /// What Kafka acknowledged, by topic and op, and the deliveries that failed: the publish metrics of
 /// every source (stream, initial and incremental snapshots, dead letters), counted in one place,
 /// the publish path (sink::Publisher), so that no source can be left out.
@@ -27,8 +21,10 @@ std::string_view envelope_op(std::string_view value, bool has_value);
 class PublishMetrics {
  public:
   /// A record Kafka acknowledged: `topic` (its name; the pointer is librdkafka's topic handle's,
-  /// stable while the producer lives, used to reuse the last counter), `op` as envelope_op gives
-  /// it, `bytes` its key + value bytes.
+  /// stable while the producer lives, used to reuse the last counter), `op` the record's
+  /// (docs/operations.md "Metrics and health", `walrelay_events_published_total{topic,op}`: the
+  /// row-change envelope's `c`, `u`, `d`, `r`, `t`, "tombstone" for a null value, "" for anything
+  /// else, as Publisher::op_label names Record::op), `bytes` its key + value bytes.
   void on_acknowledged(std::string_view topic, std::string_view op, std::size_t bytes);
   /// A delivery report with an error. Purges (ERR__PURGE_QUEUE, ERR__PURGE_INFLIGHT: records a
   /// stop or an aborted Kafka transaction took back, published again later) are not failures and

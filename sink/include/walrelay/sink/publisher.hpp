@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "walrelay/core/record.hpp"
@@ -72,7 +73,7 @@ inline PublishResult classify_produce(rd_kafka_resp_err_t err) {
 /// The one publish path every source of records shares: record → producer → delivery report →
 /// the source's own acknowledgement tracking. It tags each message's opaque with its source,
 /// counts what is in flight per source (for the `kafka.max_in_flight_*` bounds) and hands every
-/// delivery report to the source that published it, with the source's own 62-bit unit. The
+/// delivery report to the source that published it, with the source's own 59-bit unit. The
 /// publish metrics (records acknowledged by topic and op, bytes, failed deliveries) of the stream
 /// and the snapshots are counted here, as the reports pass, so every source's records count alike
 /// (position records of delivery exactly_once are walrelay's bookkeeping: not counted).
@@ -82,7 +83,42 @@ class Publisher {
  public:
   /// A delivery report whose `opaque` is the unit the source passed to `publish`.
   using Listener = std::function<void(const kafka::DeliveryReport&)>;
-  static constexpr std::uint64_t kUnitMask = (1ull << 62) - 1;
+  /// A message's librdkafka opaque: the source's unit in bits 0-58, the record's op (Record::op,
+  /// as op_code numbers it) in bits 59-61, the source in bits 62-63. The op rides along so that
+  /// the `op` label of a report is known without reading the value again.
+  static constexpr std::uint64_t kUnitMask = (1ull << 59) - 1;
+  static constexpr int kOpShift = 59;
+  static constexpr int kSourceShift = 62;
+
+  /// Record::op → 0 (none), 1..5 ('c', 'u', 'd', 'r', 't'), 6 (a tombstone: no value).
+  static std::uint64_t op_code(const Record& record) {
+    if (!record.value) return 6;
+    switch (record.op) {
+      case 'c':
+        return 1;
+      case 'u':
+        return 2;
+      case 'd':
+        return 3;
+      case 'r':
+        return 4;
+      case 't':
+        return 5;
+      default:
+        return 0;
+    }
+  }
+  /// The `op` label of op_code `code`: "" for a record without an envelope op.
+  static std::string_view op_label(std::uint64_t code) {
+    static constexpr std::array<std::string_view, 8> kLabels = {"",  "c", "u",         "d",
+                                                                "r", "t", "tombstone", ""};
+    return kLabels[code & 7];
+  }
+  /// The opaque `publish` hands to the producer (public for tests that forge delivery reports).
+  static std::uint64_t opaque_of(RecordSource source, std::uint64_t op, std::uint64_t unit) {
+    return (unit & kUnitMask) | ((op & 7) << kOpShift) |
+           (static_cast<std::uint64_t>(source) << kSourceShift);
+  }
 
   /// Publishes through `producer` (not owned; replaced after a fatal error with `attach`).
   void attach(kafka::Producer* producer) {
@@ -129,7 +165,7 @@ class Publisher {
   /// Forgets the held reports (the transaction was aborted: its records are published again).
   void drop_held() { held_.clear(); }
 
-  /// Hands `record` to the producer with `unit` (< 2^62) for `source`. Only when the result is
+  /// Hands `record` to the producer with `unit` (< 2^59) for `source`. Only when the result is
   /// kQueued does a delivery report follow, and the record counts as in flight until then.
   PublishResult publish(RecordSource source, const Record& record, std::uint64_t unit) {
     const auto s = static_cast<std::size_t>(source);
@@ -139,7 +175,7 @@ class Publisher {
       }
     }
     const rd_kafka_resp_err_t err =
-        producer_->produce(record, (unit & kUnitMask) | (static_cast<std::uint64_t>(s) << 62));
+        producer_->produce(record, opaque_of(source, op_code(record), unit));
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       ++in_flight_events_[s];
       in_flight_bytes_[s] += kafka::record_bytes(record);
@@ -150,7 +186,8 @@ class Publisher {
 
   /// The producer's delivery report: counts it and passes it on with the unit as `opaque`.
   void on_delivery(const kafka::DeliveryReport& report) {
-    const auto s = static_cast<std::size_t>(report.opaque >> 62);
+    const auto s = static_cast<std::size_t>(report.opaque >> kSourceShift);
+    const std::string_view op = op_label(report.opaque >> kOpShift);
     if (in_flight_events_[s] > 0) --in_flight_events_[s];
     in_flight_bytes_[s] -= std::min(in_flight_bytes_[s], report.bytes);
     kafka::DeliveryReport r = report;
@@ -158,13 +195,12 @@ class Publisher {
     if (hold_[s] && r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       // The topic name is the producer's topic handle's (valid while the producer lives; held
       // reports are forgotten with it in attach()).
-      held_.push_back(
-          {r.opaque, r.bytes, s, r.topic, std::string(envelope_op(r.value, r.has_value))});
+      held_.push_back({r.opaque, r.bytes, s, r.topic, op});
       return;
     }
     if (counted(s)) {
       if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        metrics_.on_acknowledged(r.topic, envelope_op(r.value, r.has_value), r.bytes);
+        metrics_.on_acknowledged(r.topic, op, r.bytes);
       } else {
         metrics_.on_failed(r.err);
       }
@@ -188,7 +224,7 @@ class Publisher {
     std::size_t bytes;
     std::size_t source;
     std::string_view topic;  // the producer's topic handle's name
-    std::string op;          // envelope_op's, copied (it points into the value)
+    std::string_view op;     // op_label's (static)
   };
   static bool counted(std::size_t source) {
     return source != static_cast<std::size_t>(RecordSource::kPosition);

@@ -162,6 +162,7 @@ class IncrementalSnapshot {
     std::string id;
     bool has_key = false;
     std::int64_t ts = 0;
+    char op = 0;  ///< Record::op
   };
 
   void start_chunk();
