@@ -3,6 +3,8 @@
 # for it) versus walrelay delivering the same WAL to Kafka and confirming it.
 #
 #   benchmarks/e2e.sh [ROWS]            (default 1000000; builds the release preset)
+#   BENCH_KAFKA_PROPERTIES='linger.ms: 100, compression.type: snappy' benchmarks/e2e.sh [ROWS]
+#                                       (kafka.properties; default linger 20 ms, lz4)
 #   BENCH_DELIVERY=exactly_once benchmarks/e2e.sh [ROWS]   (Kafka transactions, docs/delivery.md
 #                                       "Exactly-once delivery"; default at_least_once)
 #
@@ -46,12 +48,14 @@ source:
   status_interval: 200ms              # confirm promptly: the measurement waits for the slot
 kafka:
   bootstrap_servers: "$WALRELAY_TEST_KAFKA_BOOTSTRAP"
-  properties: { linger.ms: 20, batch.size: 1000000, compression.type: lz4 }
+  properties: { ${BENCH_KAFKA_PROPERTIES:-linger.ms: 20, batch.size: 1000000, compression.type: lz4} }
   max_in_flight_events: ${BENCH_MAX_IN_FLIGHT_EVENTS:-100000}
   max_in_flight_bytes: ${BENCH_MAX_IN_FLIGHT_BYTES:-64MiB}
 tables:
   - name: public.$run_id
 delivery: ${BENCH_DELIVERY:-at_least_once}
+snapshot:
+  mode: never                         # the slot exists before the workload: stream only
 heartbeat:
   enabled: false
 log:
