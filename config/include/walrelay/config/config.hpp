@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "walrelay/config/inbox.hpp"
 #include "walrelay/config/reconcile.hpp"
 
 namespace walrelay::config {
@@ -309,6 +310,7 @@ struct Config {
   Delivery delivery = Delivery::kAtLeastOnce;
   ExactlyOnceConfig exactly_once;
   ReconcileConfig reconcile;  ///< `reconcile:` (walrelay reconcile; config/reconcile.hpp)
+  InboxConfig inbox;          ///< `inbox:` (walrelay inbox; config/inbox.hpp)
 };
 
 /// One problem in a configuration file: the dotted key path (`tables[1].outbox.payload`) and

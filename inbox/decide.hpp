@@ -1,0 +1,104 @@
+#pragma once
+
+// One batch of events decided in one PostgreSQL transaction (docs/inbox.md "Decisions"): each
+// event under a savepoint of its own, the ledger claimed with INSERT … ON CONFLICT … RETURNING
+// and the digests compared, the effect (handlers or the events table), the versions and the
+// deferred events, and the partitions' next offsets, committed together. Internal to inbox/.
+
+// <utility> first: Boost 1.74's awaitable.hpp uses std::exchange without including it.
+#include <utility>
+// clang-format off
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+// clang-format on
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "db.hpp"
+#include "walrelay/config/inbox.hpp"
+#include "walrelay/inbox/event.hpp"
+#include "walrelay/pg/async_connection.hpp"
+
+namespace walrelay::inbox::detail {
+
+/// Decisions of one batch (or of a run, summed).
+struct Counts {
+  std::size_t applied = 0;
+  std::size_t duplicate = 0;
+  std::size_t deferred = 0;
+  std::size_t quarantined = 0;
+  std::size_t skipped = 0;  ///< tombstones (no value): not events, only their offsets advance
+  Counts& operator+=(const Counts& o) {
+    applied += o.applied;
+    duplicate += o.duplicate;
+    deferred += o.deferred;
+    quarantined += o.quarantined;
+    skipped += o.skipped;
+    return *this;
+  }
+};
+
+/// What a failed statement means for the batch, from its SQLSTATE (PostgreSQL docs Appendix A).
+enum class Failure : std::uint8_t {
+  /// Class 22 data exception, 23 integrity constraint violation, P0 PL/pgSQL (P0001
+  /// raise_exception), 54 program limit: this event's fault; it is QUARANTINED, the batch goes on.
+  kEvent,
+  /// pg::ErrorKind::kTransient (40001 serialization failure, 40P01 deadlock, class 08 or a lost
+  /// connection, 53, 57, 58): the whole batch is rolled back and decided again.
+  kRetry,
+  /// Anything else (a handler's syntax error, an undefined function, a privilege): retrying
+  /// cannot help and quarantining every event would hide it: the inbox stops.
+  kFatal,
+};
+Failure classify(const pg::Error& error);
+
+enum class Outcome : std::uint8_t { kCommitted, kRetry, kFatal };
+
+struct BatchResult {
+  Outcome outcome = Outcome::kCommitted;
+  Counts counts;
+  pg::Error error;  ///< for kRetry and kFatal
+};
+
+/// Decides batches on one connection. Holds references to `conn` and `cfg`; one batch at a time;
+/// on `executor`'s thread.
+class Decider {
+ public:
+  Decider(pg::AsyncConnection& conn, boost::asio::any_io_executor executor,
+          const config::InboxConfig& cfg);
+
+  /// Decides `events` (in partition order) and stores `next_offsets` ((topic, partition) → the
+  /// offset of the next record to read) in one transaction. kCommitted: all of it committed;
+  /// otherwise nothing was (the transaction is rolled back, or its connection is gone).
+  boost::asio::awaitable<BatchResult> run(
+      const std::vector<Event>& events,
+      const std::map<std::pair<std::string, std::int32_t>, std::int64_t>& next_offsets);
+
+ private:
+  struct Step;
+  boost::asio::awaitable<Answer> q(std::string sql, Params params = {});
+  boost::asio::awaitable<Failure> decide(const Event& e, Counts& counts, pg::Error& error);
+  /// The event's effect: every matching handler, or a row of the events table.
+  boost::asio::awaitable<Answer> apply(const Event& e);
+  /// Applies the deferred events of (tenant, aggregate) from version `next` on, in order.
+  boost::asio::awaitable<Failure> apply_deferred(const std::string& tenant,
+                                                 const std::string& aggregate, std::int64_t next,
+                                                 Counts& counts, pg::Error& error);
+  /// Records `e` in the quarantine table with `reason` (after ROLLBACK TO its savepoint); with
+  /// `ledger_decision`, the ledger row (already claimed) is set QUARANTINED too.
+  boost::asio::awaitable<Failure> quarantine(const Event& e, const std::string& reason,
+                                             const std::string& sqlstate, bool ledger_decision,
+                                             pg::Error& error);
+
+  pg::AsyncConnection& conn_;
+  boost::asio::any_io_executor executor_;
+  const config::InboxConfig& cfg_;
+  std::vector<int> handler_params_;  // placeholder_count of each handler's SQL
+  std::string s_;                    // the schema
+};
+
+}  // namespace walrelay::inbox::detail
