@@ -1,0 +1,367 @@
+// `walrelay inbox` on real PostgreSQL and Kafka (docs/inbox.md): events produced to a topic with
+// librdkafka, the walrelay binary consuming them, and what a user checks by hand afterwards: the
+// effect of a handler (a counter table), the ledger's decisions, the quarantine and deferred
+// tables, `walrelay inbox status --json`.
+
+#include <librdkafka/rdkafka.h>
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace walrelay::itest {
+namespace {
+
+/// One record to produce.
+struct TestEvent {
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+TestEvent event(const std::string& id, const std::string& key, const std::string& value,
+                std::vector<std::pair<std::string, std::string>> more = {}) {
+  TestEvent e{key, value, {{"id", id}}};
+  for (auto& h : more) e.headers.push_back(std::move(h));
+  return e;
+}
+
+/// `printf '%s' VALUE | sha256sum`: what the payload_digest header holds.
+std::string sha256_hex(const std::string& value) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(value.data(), value.size(), md, &len, EVP_sha256(), nullptr);
+  std::string out;
+  char buf[3];
+  for (unsigned int i = 0; i < len; ++i) {
+    const unsigned char c = md[i];
+    std::snprintf(buf, sizeof buf, "%02x", c);
+    out += buf;
+  }
+  return out;
+}
+
+/// Produces `events` to partition 0 of `topic` in order (acks=all, idempotent), waiting for every
+/// delivery. Creates the topic when the broker auto-creates it (tests/services/start.sh does).
+void produce(const std::string& bootstrap, const std::string& topic,
+             const std::vector<TestEvent>& events) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  const std::pair<const char*, std::string> settings[] = {
+      {"bootstrap.servers", bootstrap}, {"enable.idempotence", "true"}, {"linger.ms", "5"}};
+  for (const auto& [k, v] : settings) {
+    ASSERT_EQ(rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof err), RD_KAFKA_CONF_OK) << err;
+  }
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  ASSERT_NE(rk, nullptr) << err;
+  for (const TestEvent& e : events) {
+    rd_kafka_headers_t* headers = rd_kafka_headers_new(e.headers.size());
+    for (const auto& [name, value] : e.headers) {
+      rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()), value.data(),
+                          static_cast<ssize_t>(value.size()));
+    }
+    rd_kafka_resp_err_t r = rd_kafka_producev(
+        rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(0),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_KEY(e.key ? e.key->data() : nullptr, e.key ? e.key->size() : 0),
+        RD_KAFKA_V_VALUE(e.value ? const_cast<char*>(e.value->data()) : nullptr,
+                         e.value ? e.value->size() : 0),
+        RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END);
+    if (r != RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_headers_destroy(headers);
+    ASSERT_EQ(r, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(r);
+    rd_kafka_poll(rk, 0);
+  }
+  EXPECT_EQ(rd_kafka_flush(rk, 30'000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  EXPECT_EQ(rd_kafka_outq_len(rk), 0);
+  rd_kafka_destroy(rk);
+}
+
+class InboxTest : public IntegrationTest {
+ protected:
+  void SetUp() override {
+    IntegrationTest::SetUp();
+    if (HasFatalFailure()) return;
+    inbox_schema_ = name_ + "_inbox";
+    topic_ = name_ + ".outbox.event.payment";
+    group_ = name_ + "-inbox";
+    // The effect counter: how many times each event's effect ran.
+    pg_->exec("CREATE TABLE " + table("effects") +
+              " (event_id text PRIMARY KEY, n int NOT NULL, seq bigserial)");
+  }
+  void TearDown() override {
+    try {
+      pg_->exec("DROP SCHEMA IF EXISTS " + inbox_schema_ + " CASCADE");
+    } catch (const std::exception&) {
+    }
+    IntegrationTest::TearDown();
+  }
+
+  /// A handler that counts each event's effect in `effects`.
+  [[nodiscard]] std::string counting_handler(const std::string& topic) const {
+    return "    - topic: " + topic + "\n      sql: \"insert into " + table("effects") +
+           " (event_id, n) values ($2, 1) on conflict (event_id) do update set n = " +
+           table("effects") + ".n + 1\"\n";
+  }
+
+  /// The inbox configuration; `more` is added under `inbox:` (two-space indented lines).
+  [[nodiscard]] std::string inbox_yaml(
+      const std::string& more,
+      const std::string& batch = "{max_events: 100, max_wait: 10ms}") const {
+    return "kafka:\n  bootstrap_servers: \"" + env_.kafka_bootstrap +
+           "\"\nlog:\n  level: info\n  progress_interval: 1s\ninbox:\n  conninfo: \"" +
+           env_.pg_conninfo + "\"\n  group_id: " + group_ + "\n  topics: [" + topic_ +
+           "]\n  schema: " + inbox_schema_ + "\n  batch: " + batch + "\n" + more;
+  }
+
+  void start_inbox(WalrelayProcess& proc) {
+    proc.start({"inbox", "--config", proc.config_path().string()});
+  }
+
+  std::string ledger_sql(const std::string& what) const {
+    return "SELECT " + what + " FROM " + inbox_schema_ + ".ledger";
+  }
+
+  long count(const std::string& sql) { return std::stol(pg_->value(sql)); }
+
+  /// Waits until `sql` (one number) reaches `n`.
+  bool wait_count(const std::string& sql, long n, std::chrono::milliseconds t = kDefaultTimeout) {
+    return wait_until(
+        [&] {
+          try {
+            return count(sql) >= n;
+          } catch (const PgError&) {
+            return false;  // the schema is not there yet
+          }
+        },
+        t);
+  }
+
+  std::string inbox_schema_;
+  std::string topic_;
+  std::string group_;
+};
+
+TEST_F(InboxTest, TheSameEventPublishedTwiceAppliesTheEffectOnce) {
+  const std::string payload = R"({"invoice":1001,"amount":"12.50"})";
+  produce(env_.kafka_bootstrap, topic_,
+          {event("e-1", "inv-1001", payload, {{"payload_digest", sha256_hex(payload)}}),
+           event("e-1", "inv-1001", payload, {{"payload_digest", sha256_hex(payload)}})});
+  WalrelayProcess proc(inbox_yaml("  handlers:\n" + counting_handler(topic_)), "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count(ledger_sql("coalesce(sum(duplicates), 0)"), 1)) << proc.logs();
+  EXPECT_EQ(pg_->value("SELECT string_agg(event_id || '=' || n, ',') FROM " + table("effects")),
+            "e-1=1");
+  EXPECT_EQ(
+      pg_->value(ledger_sql("string_agg(event_id || ' ' || decision || ' ' || duplicates, ',')")),
+      "e-1 APPLIED 1");
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+}
+
+TEST_F(InboxTest, PaymentFailedAdvancesDunningExactlyOnceAcrossRedeliveries) {
+  pg_->exec("CREATE TABLE " + table("accounts") +
+            " (id text PRIMARY KEY, dunning_level int NOT NULL)");
+  pg_->exec("INSERT INTO " + table("accounts") + " VALUES ('acc-7', 0)");
+  pg_->exec("CREATE FUNCTION " + table("advance_dunning") +
+            "(p jsonb) RETURNS void LANGUAGE sql AS $$ UPDATE " + table("accounts") +
+            " SET dunning_level = dunning_level + 1 WHERE id = p->>'account' $$");
+  const std::string failed = R"({"account":"acc-7","invoice":1001})";
+  const std::string succeeded = R"({"account":"acc-7","invoice":1002})";
+  produce(env_.kafka_bootstrap, topic_,
+          {event("pay-1", "acc-7", failed, {{"eventType", "payment.failed"}}),
+           event("pay-2", "acc-7", succeeded, {{"eventType", "payment.succeeded"}})});
+  const std::string yaml = inbox_yaml("  handlers:\n    - topic: " + topic_ +
+                                      "\n      event_type: payment.failed\n      sql: \"select " +
+                                      table("advance_dunning") + "($1::jsonb)\"\n");
+  WalrelayProcess proc(yaml, "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count(ledger_sql("count(*)"), 2)) << proc.logs();
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+  EXPECT_EQ(pg_->value("SELECT dunning_level FROM " + table("accounts")), "1");
+
+  // Redeliveries: the producer sends pay-1 again, and the consumer's position is forgotten so
+  // that the restarted inbox reads the whole topic once more.
+  produce(env_.kafka_bootstrap, topic_,
+          {event("pay-1", "acc-7", failed, {{"eventType", "payment.failed"}})});
+  pg_->exec("DELETE FROM " + inbox_schema_ + ".offsets");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count(ledger_sql("coalesce(sum(duplicates), 0)"), 3)) << proc.logs();
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+  EXPECT_EQ(pg_->value("SELECT dunning_level FROM " + table("accounts")), "1");
+  EXPECT_EQ(
+      pg_->value(ledger_sql("string_agg(event_id || ' ' || decision, ',' ORDER BY event_id)")),
+      "pay-1 APPLIED,pay-2 APPLIED");
+  EXPECT_EQ(pg_->value("SELECT next_offset FROM " + inbox_schema_ + ".offsets"), "3");
+}
+
+TEST_F(InboxTest, SameIdSameDigestIsDuplicateOtherDigestIsQuarantinedAndThePartitionGoesOn) {
+  const std::string a = R"({"n":1})";
+  const std::string b = R"({"n":2})";
+  produce(env_.kafka_bootstrap, topic_,
+          {event("e-1", "k", a), event("e-1", "k", a), event("e-1", "k", b),
+           event("e-2", "k", R"({"n":3})")});
+  WalrelayProcess proc(inbox_yaml(""), "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count("SELECT count(*) FROM " + inbox_schema_ + ".events", 2)) << proc.logs();
+  ASSERT_TRUE(wait_count("SELECT count(*) FROM " + inbox_schema_ + ".quarantine", 1));
+  // Without handlers the APPLIED events land in the events table.
+  EXPECT_EQ(pg_->value("SELECT string_agg(event_id || ' ' || payload::text || ' ' || decision, ',' "
+                       "ORDER BY event_id) FROM " +
+                       inbox_schema_ + ".events"),
+            R"(e-1 {"n": 1} APPLIED,e-2 {"n": 3} APPLIED)");
+  EXPECT_EQ(pg_->value(ledger_sql("string_agg(event_id || ' ' || decision || ' ' || duplicates || "
+                                  "' ' || conflicts || ' ' || digest, ',' ORDER BY event_id)")),
+            "e-1 APPLIED 1 1 " + sha256_hex(a) + ",e-2 APPLIED 0 0 " + sha256_hex(R"({"n":3})"));
+  const auto q = pg_->query(
+      "SELECT event_id, kafka_offset, digest, reason, convert_from(payload, "
+      "'UTF8') FROM " +
+      inbox_schema_ + ".quarantine");
+  ASSERT_EQ(q.size(), 1U);
+  EXPECT_EQ(q[0][0], "e-1");
+  EXPECT_EQ(q[0][1], "2");
+  EXPECT_EQ(q[0][2], sha256_hex(b));
+  EXPECT_NE(q[0][3]->find("conflict"), std::string::npos) << *q[0][3];
+  EXPECT_EQ(q[0][4], b);
+
+  // `status --json` counts: 2 applied, 1 duplicate, 1 quarantined.
+  WalrelayProcess status(inbox_yaml(""), "status");
+  status.start({"inbox", "status", "--config", status.config_path().string(), "--json"});
+  EXPECT_EQ(status.wait_exit(), 0) << status.logs();
+  const std::string out = status.stdout_text();
+  EXPECT_EQ(json_at(out, "/decisions"),
+            R"({"APPLIED":2,"DUPLICATE":1,"DEFERRED":0,"QUARANTINED":1})")
+      << out;
+  EXPECT_EQ(json_at(out, "/quarantined/0/event_id"), "\"e-1\"") << out;
+  EXPECT_EQ(json_at(out, "/offsets/0/next_offset"), "4") << out;
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+}
+
+TEST_F(InboxTest, APayloadDigestHeaderThatDoesNotMatchTheValueIsQuarantined) {
+  const std::string v = R"({"n":1})";
+  produce(env_.kafka_bootstrap, topic_,
+          {event("e-1", "k", v, {{"payload_digest", sha256_hex(R"({"n":0})")}}),
+           event("e-2", "k", v, {{"payload_digest", sha256_hex(v)}})});
+  WalrelayProcess proc(inbox_yaml(""), "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count(ledger_sql("count(*)"), 2)) << proc.logs();
+  EXPECT_EQ(
+      pg_->value(ledger_sql("string_agg(event_id || ' ' || decision, ',' ORDER BY event_id)")),
+      "e-1 QUARANTINED,e-2 APPLIED");
+  EXPECT_NE(
+      pg_->value("SELECT reason FROM " + inbox_schema_ + ".quarantine").find("does not match"),
+      std::string::npos);
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+}
+
+TEST_F(InboxTest, Version3Before2IsDeferredThenBothAppliedInOrder) {
+  const std::string yaml =
+      inbox_yaml("  version: header:version\n  handlers:\n" + counting_handler(topic_));
+  produce(env_.kafka_bootstrap, topic_,
+          {event("a-1", "inv-1", R"({"v":1})", {{"version", "1"}}),
+           event("a-3", "inv-1", R"({"v":3})", {{"version", "3"}}),
+           event("b-1", "inv-2", R"({"v":1})", {{"version", "1"}})});
+  WalrelayProcess proc(yaml, "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count(ledger_sql("count(*)"), 3)) << proc.logs();
+  EXPECT_EQ(
+      pg_->value(ledger_sql("string_agg(event_id || ' ' || decision, ',' ORDER BY event_id)")),
+      "a-1 APPLIED,a-3 DEFERRED,b-1 APPLIED");
+  EXPECT_EQ(pg_->value("SELECT event_id || ' ' || version || ' ' || expected_version FROM " +
+                       inbox_schema_ + ".deferred"),
+            "a-3 3 2");
+  // Version 2 closes the gap: 2 and then 3 are applied, in that order, in its transaction.
+  produce(env_.kafka_bootstrap, topic_,
+          {event("a-2", "inv-1", R"({"v":2})", {{"version", "2"}}),
+           event("a-1", "inv-1", R"({"v":1})", {{"version", "1"}})});
+  ASSERT_TRUE(wait_count(ledger_sql("count(*) FILTER (WHERE decision = 'APPLIED')"), 4))
+      << proc.logs();
+  ASSERT_TRUE(wait_count(ledger_sql("coalesce(sum(duplicates), 0)"), 1)) << proc.logs();
+  EXPECT_EQ(pg_->value("SELECT string_agg(event_id || '=' || n, ',' ORDER BY seq) FROM " +
+                       table("effects")),
+            "a-1=1,b-1=1,a-2=1,a-3=1");
+  EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".deferred"), 0);
+  EXPECT_EQ(
+      pg_->value("SELECT string_agg(aggregate || '=' || last_version, ',' ORDER BY aggregate) "
+                 "FROM " +
+                 inbox_schema_ + ".versions"),
+      "inv-1=3,inv-2=1");
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+}
+
+TEST_F(InboxTest, AHandlerThatRaisesForOneEventQuarantinesOnlyThatEvent) {
+  pg_->exec("CREATE FUNCTION " + table("apply") +
+            "(id text, p jsonb) RETURNS void LANGUAGE plpgsql AS $$ "
+            "BEGIN IF (p->>'poison')::boolean THEN RAISE EXCEPTION 'refused %', id; END IF; "
+            "INSERT INTO " +
+            table("effects") + " (event_id, n) VALUES (id, 1); END $$");
+  const std::string yaml =
+      inbox_yaml("  handlers:\n    - topic: " + topic_ + "\n      sql: \"select " + table("apply") +
+                 "($2, $1::jsonb)\"\n");
+  produce(env_.kafka_bootstrap, topic_,
+          {event("h-1", "k", R"({"poison":false})"), event("h-2", "k", R"({"poison":true})"),
+           event("h-3", "k", R"({"poison":false})")});
+  WalrelayProcess proc(yaml, "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count(ledger_sql("count(*)"), 3)) << proc.logs();
+  EXPECT_EQ(
+      pg_->value("SELECT string_agg(event_id, ',' ORDER BY event_id) FROM " + table("effects")),
+      "h-1,h-3");
+  EXPECT_EQ(
+      pg_->value(ledger_sql("string_agg(event_id || ' ' || decision, ',' ORDER BY event_id)")),
+      "h-1 APPLIED,h-2 QUARANTINED,h-3 APPLIED");
+  const auto q =
+      pg_->query("SELECT event_id, sqlstate, reason FROM " + inbox_schema_ + ".quarantine");
+  ASSERT_EQ(q.size(), 1U);
+  EXPECT_EQ(q[0][0], "h-2");
+  EXPECT_EQ(q[0][1], "P0001");
+  EXPECT_NE(q[0][2]->find("refused h-2"), std::string::npos) << *q[0][2];
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+}
+
+TEST_F(InboxTest, SigkillMidStreamAppliesEachIdExactlyOnce) {
+  constexpr int kEvents = 3000;
+  std::vector<TestEvent> events;
+  for (int i = 0; i < kEvents; ++i) {
+    events.push_back(event("k-" + std::to_string(i), "a-" + std::to_string(i % 13),
+                           "{\"n\":" + std::to_string(i) + "}"));
+    // A producer-side replay: every 10th event is sent again a little later.
+    if (i % 10 == 9) {
+      events.push_back(event("k-" + std::to_string(i - 5), "a-" + std::to_string((i - 5) % 13),
+                             "{\"n\":" + std::to_string(i - 5) + "}"));
+    }
+  }
+  produce(env_.kafka_bootstrap, topic_, events);
+  WalrelayProcess proc(
+      inbox_yaml("  handlers:\n" + counting_handler(topic_), "{max_events: 50, max_wait: 5ms}"),
+      "inbox");
+  const std::string applied = "SELECT count(*) FROM " + table("effects");
+  for (const long at : {300L, 900L, 1600L, 2300L}) {
+    start_inbox(proc);
+    ASSERT_TRUE(wait_count(applied, at, 60s)) << proc.logs();
+    proc.kill();
+  }
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count(applied, kEvents, 60s)) << proc.logs();
+  ASSERT_TRUE(wait_count("SELECT coalesce(sum(next_offset), 0) FROM " + inbox_schema_ + ".offsets",
+                         static_cast<long>(events.size()), 60s))
+      << proc.logs();
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+  EXPECT_EQ(count(applied), kEvents);
+  EXPECT_EQ(count("SELECT count(*) FROM " + table("effects") + " WHERE n <> 1"), 0);
+  EXPECT_EQ(count(ledger_sql("count(*) FILTER (WHERE decision = 'APPLIED')")), kEvents);
+  EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".quarantine"), 0);
+  EXPECT_GE(count(ledger_sql("coalesce(sum(duplicates), 0)")), kEvents / 10);
+}
+
+TEST_F(InboxTest, ABadConfigurationExits2NamingTheKey) {
+  WalrelayProcess proc(inbox_yaml("  version: sometimes\n"), "inbox");
+  start_inbox(proc);
+  EXPECT_EQ(proc.wait_exit(), 2);
+  EXPECT_NE(proc.stderr_text().find("inbox.version"), std::string::npos) << proc.logs();
+}
+
+}  // namespace
+}  // namespace walrelay::itest
