@@ -39,9 +39,9 @@ TEST(ConfigInbox, MinimalHasTheDocumentedDefaults) {
   EXPECT_EQ(in.defer_timeout, 1h);
 }
 
+// clang-format off
 TEST(ConfigInbox, TheIssuesExampleLoads) {
-  const auto r =
-      load_inbox(R"(inbox:
+  const auto r = load_inbox(R"yaml(inbox:
   conninfo: "host=db dbname=billing_consumer user=inbox"
   group_id: billing-inbox
   topics: [outbox.event.invoice, outbox.event.payment, "^outbox\\.event\\..*"]
@@ -54,15 +54,17 @@ TEST(ConfigInbox, TheIssuesExampleLoads) {
   handlers:
     - topic: outbox.event.payment
       event_type: payment.failed
-      sql: "select billing.advance_dunning($1::jsonb)" -
-                     topic
-                 : outbox.event.invoice sql
-                 : "insert into t values ($2)" batch
-                 : {max_events : 1000, max_wait : 50ms} retention : 7d defer_timeout : 2h) ");
-      ASSERT_TRUE(r.config)
-      << dump(r.errors);
+      sql: "select billing.advance_dunning($1::jsonb)"
+    - topic: outbox.event.invoice
+      sql: "insert into t values ($2)"
+  batch: { max_events: 1000, max_wait: 50ms }
+  retention: 7d
+  defer_timeout: 2h
+)yaml");
+  ASSERT_TRUE(r.config) << dump(r.errors);
   const InboxConfig& in = r.config->inbox;
   EXPECT_EQ(in.topics.size(), 3U);
+  EXPECT_EQ(in.topics[2], "^outbox\\.event\\..*");
   EXPECT_EQ(in.tenant, (InboxField{InboxFieldSource::kHeader, "tenant"}));
   EXPECT_EQ(in.version, (InboxField{InboxFieldSource::kJson, "/aggregate/version"}));
   EXPECT_EQ(in.schema, "walrelay_inbox");
@@ -76,6 +78,7 @@ TEST(ConfigInbox, TheIssuesExampleLoads) {
   EXPECT_EQ(in.defer_timeout, 2h);
 }
 
+// clang-format on
 TEST(ConfigInbox, FieldSourcesAcceptTheirSpellings) {
   const auto r = load_inbox(std::string(kInboxMinimal) + R"(  tenant: key
   event_id: key
@@ -124,7 +127,7 @@ struct BadValue {
 TEST(ConfigInbox, BadValuesNameTheirKey) {
   const BadValue cases[] = {
       {"  tenant: json:/t\n", "inbox.tenant", "expected \"\", header:NAME or key"},
-      {"  tenant: header:\n", "inbox.tenant", "needs a header name"},
+      {"  tenant: \"header:\"\n", "inbox.tenant", "needs a header name"},
       {"  event_id: \"\"\n", "inbox.event_id", "expected header:NAME or key"},
       {"  digest: key\n", "inbox.digest", "expected header:NAME or value"},
       {"  aggregate: value\n", "inbox.aggregate", "expected key, header:NAME or json:/pointer"},

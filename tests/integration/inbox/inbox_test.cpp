@@ -64,13 +64,15 @@ void produce(const std::string& bootstrap, const std::string& topic,
       rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()), value.data(),
                           static_cast<ssize_t>(value.size()));
     }
+    // The macros cast their arguments without parentheses: plain variables only.
+    const void* key = e.key ? e.key->data() : nullptr;
+    const std::size_t key_len = e.key ? e.key->size() : 0;
+    void* value = e.value ? const_cast<char*>(e.value->data()) : nullptr;
+    const std::size_t value_len = e.value ? e.value->size() : 0;
     rd_kafka_resp_err_t r = rd_kafka_producev(
         rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(0),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_KEY(e.key ? e.key->data() : nullptr, e.key ? e.key->size() : 0),
-        RD_KAFKA_V_VALUE(e.value ? const_cast<char*>(e.value->data()) : nullptr,
-                         e.value ? e.value->size() : 0),
-        RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END);
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_len),
+        RD_KAFKA_V_VALUE(value, value_len), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END);
     if (r != RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_headers_destroy(headers);
     ASSERT_EQ(r, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(r);
     rd_kafka_poll(rk, 0);
