@@ -44,12 +44,15 @@ struct Answer {
 
 /// Runs `sql` with text parameters on `conn` (queued behind its other queries) and resumes the
 /// awaiting coroutine with the answer, posted to `conn`'s executor.
+/// `types`: the parameters' type OIDs (0 or missing: inferred by the server).
 inline boost::asio::awaitable<Answer> query(pg::AsyncConnection& conn,
                                             boost::asio::any_io_executor executor, std::string sql,
-                                            Params params = {}) {
-  auto initiate = [&conn, executor](auto handler, std::string text, Params values) {
+                                            Params params = {},
+                                            std::vector<unsigned int> types = {}) {
+  auto initiate = [&conn, executor](auto handler, std::string text, Params values,
+                                    std::vector<unsigned int> oids) {
     auto h = std::make_shared<decltype(handler)>(std::move(handler));
-    conn.query_params(std::move(text), std::move(values), {},
+    conn.query_params(std::move(text), std::move(values), std::move(oids),
                       [h, &conn, executor](pg::AsyncConnection::Result result) {
                         auto answer = std::make_shared<Answer>();
                         if (result) {
@@ -63,7 +66,8 @@ inline boost::asio::awaitable<Answer> query(pg::AsyncConnection& conn,
   };
   co_return co_await boost::asio::async_initiate<decltype(boost::asio::use_awaitable),
                                                  void(Answer)>(
-      std::move(initiate), boost::asio::use_awaitable, std::move(sql), std::move(params));
+      std::move(initiate), boost::asio::use_awaitable, std::move(sql), std::move(params),
+      std::move(types));
 }
 
 /// A simple-protocol query (several statements allowed, no parameters): BEGIN, COMMIT, the DDL.

@@ -34,6 +34,8 @@ std::optional<std::string> opt_text(const std::string& s) {
   return s;
 }
 
+constexpr unsigned int kTextOid = 25;
+
 bool handler_matches(const config::InboxHandler& h, const Event& e) {
   return h.topic == e.topic && (h.event_type.empty() || h.event_type == e.event_type);
 }
@@ -283,9 +285,12 @@ boost::asio::awaitable<Answer> Decider::apply(const Event& e) {
     const auto& h = cfg_.handlers[i];
     if (!handler_matches(h, e)) continue;
     // $1 payload, $2 event id, $3 key, $4 headers (config/inbox.hpp), as many as the SQL uses.
+    // All text (OID 25, pg_type.dat): a parameter the SQL does not use would have no type to
+    // infer, and `$1::jsonb` casts text.
     Params all{e.value, e.id, e.key, e.headers_json};
     all.resize(static_cast<std::size_t>(handler_params_[i]));
-    last = co_await q(h.sql, std::move(all));
+    std::vector<unsigned int> types(all.size(), kTextOid);
+    last = co_await query(conn_, executor_, h.sql, std::move(all), std::move(types));
     if (!last.ok()) co_return last;
   }
   co_return last;

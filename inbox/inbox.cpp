@@ -49,7 +49,12 @@ void Inbox::start(app::Lifecycle& life) {
   options.log_name = "inbox";
   // A partition without a stored offset is read from its beginning (the seek says so); the
   // group's own commits are never used for a position.
-  options.properties = {{"auto.offset.reset", "earliest"}, {"enable.auto.offset.store", "false"}};
+  // session.timeout.ms 10 s instead of librdkafka's 45 s (CONFIGURATION.md): a killed inbox's
+  // partitions go to another member (or its own restart) within 10 s; the broker's
+  // group.min.session.timeout.ms is 6 s by default.
+  options.properties = {{"auto.offset.reset", "earliest"},
+                        {"enable.auto.offset.store", "false"},
+                        {"session.timeout.ms", "10000"}};
   options.on_rebalance = [this](kafka::Rebalance what,
                                 const std::vector<kafka::PartitionOffset>& parts) {
     on_rebalance(what, parts);
