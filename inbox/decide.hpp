@@ -21,6 +21,7 @@
 #include "db.hpp"
 #include "walrelay/config/inbox.hpp"
 #include "walrelay/inbox/event.hpp"
+#include "walrelay/inbox/failure.hpp"
 #include "walrelay/pg/async_connection.hpp"
 
 namespace walrelay::inbox::detail {
@@ -41,20 +42,6 @@ struct Counts {
     return *this;
   }
 };
-
-/// What a failed statement means for the batch, from its SQLSTATE (PostgreSQL docs Appendix A).
-enum class Failure : std::uint8_t {
-  /// Class 22 data exception, 23 integrity constraint violation, P0 PL/pgSQL (P0001
-  /// raise_exception), 54 program limit: this event's fault; it is QUARANTINED, the batch goes on.
-  kEvent,
-  /// pg::ErrorKind::kTransient (40001 serialization failure, 40P01 deadlock, class 08 or a lost
-  /// connection, 53, 57, 58): the whole batch is rolled back and decided again.
-  kRetry,
-  /// Anything else (a handler's syntax error, an undefined function, a privilege): retrying
-  /// cannot help and quarantining every event would hide it: the inbox stops.
-  kFatal,
-};
-Failure classify(const pg::Error& error);
 
 enum class Outcome : std::uint8_t { kCommitted, kRetry, kFatal };
 

@@ -267,6 +267,15 @@ asio::awaitable<bool> Inbox::commit_batch() {
           r.counts.quarantined);
       *total_ += r.counts;
       batch_.clear();
+      // Kafka's view of the group's position, for lag monitors only (kafka-consumer-groups.sh):
+      // the inbox itself always starts from the offsets stored with the decisions.
+      std::vector<kafka::PartitionOffset> advisory;
+      for (const auto& entry : next) {
+        advisory.push_back({entry.first.first, entry.first.second, entry.second});
+      }
+      if (auto c = consumer_->commit_async(advisory); !c) {
+        spdlog::debug("inbox: advisory Kafka commit not queued: {}", c.error().message);
+      }
       co_return true;
     }
     if (r.outcome == detail::Outcome::kFatal) {

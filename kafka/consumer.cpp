@@ -313,6 +313,10 @@ std::expected<void, Error> Consumer::commit(const std::vector<PartitionOffset>& 
   return result;
 }
 
+std::expected<void, Error> Consumer::commit_async(const std::vector<PartitionOffset>& offsets) {
+  return result_of(rd_kafka_commit(state_->rk.get(), to_list(offsets).get(), 1));
+}
+
 std::expected<std::vector<PartitionOffset>, Error> Consumer::committed(
     const std::vector<PartitionOffset>& partitions, std::chrono::milliseconds timeout) {
   ListPtr list = to_list(partitions);

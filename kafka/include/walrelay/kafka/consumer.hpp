@@ -180,6 +180,11 @@ class Consumer {
   /// yet (the commit may still complete); a per-partition failure is the error.
   std::expected<void, Error> commit(const std::vector<PartitionOffset>& offsets,
                                     std::chrono::milliseconds timeout);
+  /// Commits `offsets` for the group without waiting (rd_kafka_commit with async=1): the
+  /// coordinator's answer is not reported (no offset_commit_cb is set). For a commit that is only
+  /// advisory (a lag monitor's view), not a position anything depends on. An error: the request
+  /// could not be queued (e.g. ERR__NO_OFFSET for an empty list).
+  std::expected<void, Error> commit_async(const std::vector<PartitionOffset>& offsets);
   /// The group's committed offsets of `partitions` (their `offset` is ignored), from its
   /// coordinator (rd_kafka_committed) within `timeout`; RD_KAFKA_OFFSET_INVALID (-1001) for a
   /// partition the group has committed nothing for.
