@@ -162,7 +162,7 @@ ExitCode run_inbox_status(const config::Config& cfg, bool json, std::ostream& ou
   out << "inbox group " << cfg.inbox.group_id << " (schema " << s << ")\n";
   for (int i = 0; i < 4; ++i) {
     std::string name = names[i];
-    name.resize(12, ' ');
+    name.resize(13, ' ');
     out << "  " << name << text(counts[static_cast<std::size_t>(i)]) << "\n";
   }
   out << "offsets (next to read):" << (read.results[1].empty() ? " none stored" : "") << "\n";
