@@ -83,7 +83,7 @@ boost::asio::awaitable<BatchResult> Decider::run(
   }
   for (const Event& e : events) {
     pg::Error error;
-    const Failure f = co_await decide(e, result.counts, error);
+    const Failure f = co_await decide(e, result.by_topic[e.topic], error);
     if (f == Failure::kEvent) continue;  // decided (quarantined); the savepoint was released
     if (f == Failure::kRetry || f == Failure::kFatal) {
       (void)co_await simple(conn_, executor_, std::string("ROLLBACK"));
@@ -107,6 +107,7 @@ boost::asio::awaitable<BatchResult> Decider::run(
       co_return result;
     }
   }
+  for (const auto& entry : result.by_topic) result.counts += entry.second;
   a = co_await simple(conn_, executor_, std::string("COMMIT"));
   if (!a.ok()) {
     // A lost connection here leaves the commit unknown: deciding the batch again is safe (the

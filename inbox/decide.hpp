@@ -20,35 +20,20 @@
 
 #include "db.hpp"
 #include "walrelay/config/inbox.hpp"
+#include "walrelay/inbox/counts.hpp"
 #include "walrelay/inbox/event.hpp"
 #include "walrelay/inbox/failure.hpp"
 #include "walrelay/pg/async_connection.hpp"
 
 namespace walrelay::inbox::detail {
 
-/// Decisions of one batch (or of a run, summed).
-struct Counts {
-  std::size_t applied = 0;
-  std::size_t duplicate = 0;
-  std::size_t deferred = 0;
-  std::size_t quarantined = 0;
-  std::size_t skipped = 0;  ///< tombstones (no value): not events, only their offsets advance
-  Counts& operator+=(const Counts& o) {
-    applied += o.applied;
-    duplicate += o.duplicate;
-    deferred += o.deferred;
-    quarantined += o.quarantined;
-    skipped += o.skipped;
-    return *this;
-  }
-};
-
 enum class Outcome : std::uint8_t { kCommitted, kRetry, kFatal };
 
 struct BatchResult {
   Outcome outcome = Outcome::kCommitted;
-  Counts counts;
-  pg::Error error;  ///< for kRetry and kFatal
+  Counts counts;                           ///< every topic's
+  std::map<std::string, Counts> by_topic;  ///< by the topic of the event decided
+  pg::Error error;                         ///< for kRetry and kFatal
 };
 
 /// Decides batches on one connection. Holds references to `conn` and `cfg`; one batch at a time;

@@ -75,7 +75,8 @@ void Inbox::start(app::Lifecycle& life) {
   for (const auto& t : cfg_.inbox.topics) topics += (topics.empty() ? "" : ", ") + t;
   spdlog::info("inbox: group {} consuming {} into schema {}", cfg_.inbox.group_id, topics,
                cfg_.inbox.schema);
-  last_progress_ = last_maintenance_ = std::chrono::steady_clock::now();
+  last_progress_ = std::chrono::steady_clock::now();
+  start_metrics();
   asio::co_spawn(io_, main(), [this](const std::exception_ptr& e) {
     if (!e) return;
     try {
@@ -98,6 +99,7 @@ void Inbox::stop(app::StopMode mode) {
 void Inbox::finish(ExitCode code) {
   if (finished_) return;
   finished_ = true;
+  if (http_) http_->stop();
   log_progress(true);
   if (consumer_) consumer_->close();
   if (life_ != nullptr) life_->done(code);
@@ -119,6 +121,7 @@ asio::awaitable<void> Inbox::sleep(std::chrono::milliseconds d) {
 }
 
 void Inbox::on_rebalance(kafka::Rebalance what, const std::vector<kafka::PartitionOffset>& parts) {
+  if (what == kafka::Rebalance::kAssigned) joined_ = true;
   for (const auto& p : parts) {
     const PartitionKey key{p.topic, p.partition};
     if (what == kafka::Rebalance::kAssigned) {
@@ -166,7 +169,11 @@ asio::awaitable<bool> Inbox::create_schema() {
   while (!finished_) {
     detail::Answer a =
         co_await detail::simple(conn_, io_.get_executor(), schema_sql(cfg_.inbox.schema));
-    if (a.ok()) co_return true;
+    if (a.ok()) {
+      schema_ready_ = db_ok_ = true;
+      co_return true;
+    }
+    db_ok_ = false;
     (void)co_await detail::simple(conn_, io_.get_executor(), std::string("ROLLBACK"));
     if (detail::classify(a.error) != Failure::kRetry || a.error.needs_operator()) {
       spdlog::error("inbox: cannot create the schema {}: {}", cfg_.inbox.schema, a.error.message);
@@ -194,6 +201,7 @@ asio::awaitable<bool> Inbox::take_assignments() {
                                "SELECT topic, kafka_partition, next_offset FROM " +
                                    cfg_.inbox.schema + ".offsets WHERE group_id = $1",
                                detail::params(cfg_.inbox.group_id));
+    db_ok_ = a.ok();
     if (a.ok()) {
       for (const auto& row : *a.rows) {
         stored[{row[0].value_or(""), static_cast<std::int32_t>(std::stol(row[1].value_or("0")))}] =
@@ -257,9 +265,15 @@ asio::awaitable<bool> Inbox::commit_batch() {
   }
   auto backoff = kFirstBackoff;
   while (!finished_) {
+    const auto t0 = std::chrono::steady_clock::now();
     detail::BatchResult r = co_await decider_->run(batch_, next);
     if (finished_) co_return false;
+    db_ok_ = r.outcome != detail::Outcome::kRetry;
     if (r.outcome == detail::Outcome::kCommitted) {
+      ++batches_;
+      batch_seconds_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (const auto& entry : r.by_topic) by_topic_[entry.first] += entry.second;
       spdlog::debug(
           "inbox: batch of {} committed: {} applied, {} duplicate, {} deferred, {} "
           "quarantined",
@@ -292,6 +306,7 @@ asio::awaitable<bool> Inbox::commit_batch() {
       finish(ExitCode::kOk);
       co_return false;
     }
+    ++retries_;
     spdlog::warn("inbox: batch of {} events rolled back ({}{}); deciding it again in {} ms",
                  batch_.size(), r.error.sqlstate.empty() ? "" : r.error.sqlstate + " ",
                  r.error.message, backoff.count());
@@ -331,6 +346,23 @@ asio::awaitable<void> Inbox::maintenance() {
                  a.rows->size());
     total_->quarantined += a.rows->size();
   }
+  // The gauges of /metrics: what waits now and since when.
+  a = co_await detail::query(conn_, io_.get_executor(),
+                             "SELECT (SELECT count(*) FROM " + s +
+                                 ".deferred), (SELECT coalesce(extract(epoch FROM "
+                                 "now() - min(deferred_at)), 0) FROM " +
+                                 s + ".deferred), (SELECT count(*) FROM " + s +
+                                 ".quarantine), (SELECT coalesce(extract(epoch FROM now() - "
+                                 "min(quarantined_at)), 0) FROM " +
+                                 s + ".quarantine)");
+  db_ok_ = a.ok();
+  if (a.ok() && !a.rows->empty()) {
+    const auto& row = a.rows->front();
+    deferred_now_ = std::stoull(row[0].value_or("0"));
+    oldest_deferred_s_ = std::stod(row[1].value_or("0"));
+    quarantined_now_ = std::stoull(row[2].value_or("0"));
+    oldest_quarantined_s_ = std::stod(row[3].value_or("0"));
+  }
   // Ledger rows past the retention (never a deferred one's: it is still to be decided).
   a = co_await detail::query(
       conn_, io_.get_executor(),
@@ -344,6 +376,8 @@ asio::awaitable<void> Inbox::maintenance() {
 
 asio::awaitable<void> Inbox::main() {
   if (!co_await create_schema()) co_return;
+  co_await maintenance();  // the gauges from the start
+  last_maintenance_ = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> deadline;
   while (!finished_) {
     if (!pending_.empty()) {

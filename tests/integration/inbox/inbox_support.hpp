@@ -118,7 +118,8 @@ class InboxTest : public IntegrationTest {
       const std::string& more,
       const std::string& batch = "{max_events: 100, max_wait: 10ms}") const {
     return "kafka:\n  bootstrap_servers: \"" + env_.kafka_bootstrap +
-           "\"\nlog:\n  level: info\n  progress_interval: 1s\ninbox:\n  conninfo: \"" +
+           "\"\nlog:\n  level: info\n  progress_interval: 1s\nmetrics:\n  listen: "
+           "\"127.0.0.1:0\"\ninbox:\n  conninfo: \"" +
            env_.pg_conninfo + "\"\n  group_id: " + group_ + "\n  topics: [" + topic_ +
            "]\n  schema: " + inbox_schema_ + "\n  batch: " + batch + "\n" + more;
   }

@@ -261,6 +261,34 @@ TEST_F(InboxTest, TwoInboxesInOneGroupWithRebalancesMidStreamApplyEachIdOnce) {
   EXPECT_EQ(count("SELECT count(DISTINCT kafka_partition) FROM " + inbox_schema_ + ".offsets"), 3);
 }
 
+TEST_F(InboxTest, MetricsCountDecisionsPerTopicAndReadyFollowsTheAssignment) {
+  produce(env_.kafka_bootstrap, topic_,
+          {event("m-1", "k", R"({"n":1})"), event("m-1", "k", R"({"n":1})"),
+           event("m-1", "k", R"({"n":2})"), event("m-2", "k", R"({"n":3})")});
+  WalrelayProcess proc(inbox_yaml(""), "inbox");
+  start_inbox(proc);
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
+  ASSERT_TRUE(wait_count(ledger_sql("count(*)"), 2)) << proc.logs();
+  ASSERT_TRUE(wait_until([&] { return http_get(*port, "/ready").status == 200; }))
+      << http_get(*port, "/ready").body << proc.logs();
+  EXPECT_EQ(http_get(*port, "/live").status, 200);
+  std::string body;
+  const std::string t = "{topic=\"" + topic_ + "\",decision=";
+  ASSERT_TRUE(wait_until([&] {
+    body = http_get(*port, "/metrics").body;
+    return body.find("walrelay_inbox_decisions_total" + t + "\"QUARANTINED\"} 1") !=
+           std::string::npos;
+  })) << body;
+  EXPECT_NE(body.find("walrelay_inbox_decisions_total" + t + "\"APPLIED\"} 2"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("walrelay_inbox_decisions_total" + t + "\"DUPLICATE\"} 1"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("walrelay_inbox_assigned_partitions "), std::string::npos) << body;
+  EXPECT_NE(body.find("walrelay_inbox_ready 1"), std::string::npos) << body;
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+}
+
 TEST_F(InboxTest, ABadConfigurationExits2NamingTheKey) {
   WalrelayProcess proc(inbox_yaml("  version: sometimes\n"), "inbox");
   start_inbox(proc);

@@ -23,8 +23,10 @@
 #include <vector>
 
 #include "walrelay/app/exit_code.hpp"
+#include "walrelay/app/metrics/http_server.hpp"
 #include "walrelay/app/supervisor.hpp"
 #include "walrelay/config/config.hpp"
+#include "walrelay/inbox/counts.hpp"
 #include "walrelay/inbox/event.hpp"
 #include "walrelay/kafka/consumer.hpp"
 #include "walrelay/pg/async_connection.hpp"
@@ -33,7 +35,6 @@ namespace walrelay::inbox {
 
 namespace detail {
 class Decider;
-struct Counts;
 }  // namespace detail
 
 /// The inbox as an app::System on one io_context: polls the consumer (never blocking the loop
@@ -70,6 +71,11 @@ class Inbox final : public app::System {
   /// Polls without waiting until the batch is full or nothing is there; false when nothing came.
   bool collect();
   void finish(ExitCode code);
+  // The metrics and health endpoint (`metrics.listen`; metrics.cpp, docs/inbox.md "Metrics").
+  void start_metrics();
+  metrics::Response serve(const std::string& target);
+  std::string metrics_text() const;
+  std::string not_ready_reason() const;
   void log_progress(bool force);
 
   boost::asio::io_context& io_;
@@ -86,6 +92,19 @@ class Inbox final : public app::System {
   bool finished_ = false;
   std::chrono::steady_clock::time_point last_progress_;
   std::chrono::steady_clock::time_point last_maintenance_;
+  // What /metrics and /ready show.
+  std::unique_ptr<metrics::HttpServer> http_;
+  std::map<std::string, detail::Counts> by_topic_;  ///< decisions committed, per topic
+  std::uint64_t batches_ = 0;                       ///< committed
+  double batch_seconds_ = 0;                        ///< their transactions' time, summed
+  std::uint64_t retries_ = 0;                       ///< batches rolled back and decided again
+  bool schema_ready_ = false;
+  bool db_ok_ = false;            ///< the last statement reached the database
+  bool joined_ = false;           ///< the group gave this member an assignment (maybe empty)
+  double oldest_deferred_s_ = 0;  ///< from the last maintenance pass
+  double oldest_quarantined_s_ = 0;
+  std::uint64_t deferred_now_ = 0;
+  std::uint64_t quarantined_now_ = 0;
 };
 
 /// `walrelay inbox --config F`: runs the inbox under app::run until it ends; its exit code.
