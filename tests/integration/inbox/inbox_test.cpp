@@ -289,6 +289,32 @@ TEST_F(InboxTest, MetricsCountDecisionsPerTopicAndReadyFollowsTheAssignment) {
   EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
 }
 
+TEST_F(InboxTest, AHandlerThatCannotRunStopsTheInboxWithoutQuarantining) {
+  produce(env_.kafka_bootstrap, topic_, {event("x-1", "k", R"({"n":1})")});
+  WalrelayProcess proc(inbox_yaml("  handlers:\n    - topic: " + topic_ +
+                                  "\n      sql: \"select no_such_function($1)\"\n"),
+                       "inbox");
+  start_inbox(proc);
+  EXPECT_EQ(proc.wait_exit(), 1) << proc.logs();
+  EXPECT_NE(proc.stderr_text().find("retrying cannot help"), std::string::npos) << proc.logs();
+  // Nothing was decided: the event is read again once the handler is fixed.
+  EXPECT_EQ(count(ledger_sql("count(*)")), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".quarantine"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".offsets"), 0);
+}
+
+TEST_F(InboxTest, ATombstoneIsSkippedAndItsOffsetAdvances) {
+  TestEvent tombstone{"k", std::nullopt, {{"id", "t-1"}}};
+  produce(env_.kafka_bootstrap, topic_, {tombstone, event("t-2", "k", R"({"n":2})")});
+  WalrelayProcess proc(inbox_yaml(""), "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(
+      wait_count("SELECT coalesce(sum(next_offset), 0) FROM " + inbox_schema_ + ".offsets", 2))
+      << proc.logs();
+  EXPECT_EQ(pg_->value(ledger_sql("string_agg(event_id || ' ' || decision, ',')")), "t-2 APPLIED");
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+}
+
 TEST_F(InboxTest, ABadConfigurationExits2NamingTheKey) {
   WalrelayProcess proc(inbox_yaml("  version: sometimes\n"), "inbox");
   start_inbox(proc);
