@@ -70,7 +70,8 @@ boost::asio::awaitable<Answer> Decider::q(std::string sql, Params params) {
 
 boost::asio::awaitable<BatchResult> Decider::run(
     const std::vector<Event>& events,
-    const std::map<std::pair<std::string, std::int32_t>, std::int64_t>& next_offsets) {
+    const std::map<std::pair<std::string, std::int32_t>, std::int64_t>& next_offsets,
+    std::vector<std::pair<std::string, Params>> prelude) {
   BatchResult result;
   const auto fail = [&](Outcome outcome, pg::Error error) {
     result.outcome = outcome;
@@ -80,6 +81,14 @@ boost::asio::awaitable<BatchResult> Decider::run(
   if (!a.ok()) {
     fail(classify(a.error) == Failure::kFatal ? Outcome::kFatal : Outcome::kRetry, a.error);
     co_return result;
+  }
+  for (auto& statement : prelude) {
+    a = co_await q(std::move(statement.first), std::move(statement.second));
+    if (!a.ok()) {
+      (void)co_await simple(conn_, executor_, std::string("ROLLBACK"));
+      fail(classify(a.error) == Failure::kRetry ? Outcome::kRetry : Outcome::kFatal, a.error);
+      co_return result;
+    }
   }
   for (const Event& e : events) {
     pg::Error error;

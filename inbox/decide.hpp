@@ -46,9 +46,13 @@ class Decider {
   /// Decides `events` (in partition order) and stores `next_offsets` ((topic, partition) → the
   /// offset of the next record to read) in one transaction. kCommitted: all of it committed;
   /// otherwise nothing was (the transaction is rolled back, or its connection is gone).
+  /// `prelude`: statements (with their parameters) run first in the same transaction (a
+  /// redrive's audit row and the removal of the quarantined decision it replaces); one that fails
+  /// fails the batch (kFatal, or kRetry for a transient error).
   boost::asio::awaitable<BatchResult> run(
       const std::vector<Event>& events,
-      const std::map<std::pair<std::string, std::int32_t>, std::int64_t>& next_offsets);
+      const std::map<std::pair<std::string, std::int32_t>, std::int64_t>& next_offsets,
+      std::vector<std::pair<std::string, Params>> prelude = {});
 
  private:
   struct Step;

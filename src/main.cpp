@@ -17,6 +17,7 @@
 #include "walrelay/config/inbox_load.hpp"
 #include "walrelay/connector/connector.hpp"
 #include "walrelay/inbox/inbox.hpp"
+#include "walrelay/inbox/redrive.hpp"
 #include "walrelay/inbox/status.hpp"
 #include "walrelay/reconcile/command.hpp"
 #include "walrelay/snapshot/send_signal.hpp"
@@ -25,8 +26,8 @@ namespace {
 
 // Loads the configuration or prints every error (key and reason) and returns nullopt.
 std::optional<walrelay::config::Config> load_or_report(
-    const std::string& path,
-    walrelay::config::LoadResult (*load)(const std::string&) = &walrelay::config::load_config_file) {
+    const std::string& path, walrelay::config::LoadResult (*load)(const std::string&) =
+                                 &walrelay::config::load_config_file) {
   auto result = load(path);
   if (!result.errors.empty()) {
     std::cerr << "walrelay: invalid configuration " << path << ":\n";
@@ -111,6 +112,16 @@ int main(int argc, char** argv) {
   inbox_status->add_option("-c,--config", config_path, "configuration file (YAML)");
   bool inbox_status_json = false;
   inbox_status->add_flag("--json", inbox_status_json, "one JSON object instead of a table");
+  auto* inbox_redrive = inbox->add_subcommand(
+      "redrive", "decide a quarantined or deferred event again (after a fix), audited");
+  inbox_redrive->add_option("-c,--config", config_path, "configuration file (YAML)");
+  std::vector<std::string> redrive_ids;
+  std::string redrive_tenant;
+  std::string redrive_actor;
+  inbox_redrive->add_option("--event-id", redrive_ids, "event id (repeatable)")->required();
+  inbox_redrive->add_option("--tenant", redrive_tenant, "the events' tenant (default \"\")");
+  inbox_redrive->add_option("--actor", redrive_actor,
+                            "who asks, for the audit row (default: the database user)");
 
   try {
     app.parse(argc, argv);
@@ -145,6 +156,10 @@ int main(int argc, char** argv) {
     auto inbox_cfg = load_or_report(config_path, &walrelay::config::load_inbox_config_file);
     if (!inbox_cfg) return static_cast<int>(ExitCode::kConfigError);
     spdlog::set_level(spdlog::level::from_str(inbox_cfg->log.level));
+    if (*inbox_redrive) {
+      return static_cast<int>(walrelay::inbox::run_inbox_redrive(
+          *inbox_cfg, redrive_ids, redrive_tenant, redrive_actor, std::cout, std::cerr));
+    }
     if (*inbox_status) {
       return static_cast<int>(
           walrelay::inbox::run_inbox_status(*inbox_cfg, inbox_status_json, std::cout, std::cerr));

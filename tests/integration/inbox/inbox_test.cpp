@@ -315,6 +315,80 @@ TEST_F(InboxTest, ATombstoneIsSkippedAndItsOffsetAdvances) {
   EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
 }
 
+TEST_F(InboxTest, RedriveAfterAHandlerFixAppliesTheQuarantinedEventThenItsDeferredOnes) {
+  const auto define = [&](bool refuse) {
+    pg_->exec("CREATE OR REPLACE FUNCTION " + table("apply") +
+              "(id text, p jsonb) RETURNS void LANGUAGE plpgsql AS $$ BEGIN IF " +
+              (refuse ? std::string("(p->>'poison')::boolean") : std::string("false")) +
+              " THEN RAISE EXCEPTION 'refused %', id; END IF; INSERT INTO " + table("effects") +
+              " (event_id, n) VALUES (id, 1); END $$");
+  };
+  define(true);
+  const std::string yaml =
+      inbox_yaml("  version: header:version\n  handlers:\n    - topic: " + topic_ +
+                 "\n      sql: \"select " + table("apply") + "($2, $1::jsonb)\"\n");
+  produce(env_.kafka_bootstrap, topic_,
+          {event("h-1", "inv-1", R"({"poison":false})", {{"version", "1"}}),
+           event("h-2", "inv-1", R"({"poison":true})", {{"version", "2"}}),
+           event("h-3", "inv-1", R"({"poison":false})", {{"version", "3"}})});
+  WalrelayProcess proc(yaml, "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count(ledger_sql("count(*)"), 3)) << proc.logs();
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+  // The quarantined version 2 holds version 3 of its aggregate.
+  EXPECT_EQ(
+      pg_->value(ledger_sql("string_agg(event_id || ' ' || decision, ',' ORDER BY event_id)")),
+      "h-1 APPLIED,h-2 QUARANTINED,h-3 DEFERRED");
+
+  define(false);  // the handler is fixed
+  WalrelayProcess redrive(yaml, "redrive");
+  redrive.start({"inbox", "redrive", "--config", redrive.config_path().string(), "--event-id",
+                 "h-2", "--actor", "ops@example"});
+  EXPECT_EQ(redrive.wait_exit(), 0) << redrive.logs();
+  EXPECT_NE(redrive.stdout_text().find("h-2: APPLIED (and 1 deferred after it)"), std::string::npos)
+      << redrive.logs();
+  EXPECT_EQ(pg_->value("SELECT string_agg(event_id, ',' ORDER BY seq) FROM " + table("effects")),
+            "h-1,h-2,h-3");
+  EXPECT_EQ(
+      pg_->value(ledger_sql("string_agg(event_id || ' ' || decision, ',' ORDER BY event_id)")),
+      "h-1 APPLIED,h-2 APPLIED,h-3 APPLIED");
+  EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".quarantine"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".deferred"), 0);
+  const auto audit =
+      pg_->query("SELECT actor, action, event_id, detail FROM " + inbox_schema_ + ".audit");
+  ASSERT_EQ(audit.size(), 1U);
+  EXPECT_EQ(audit[0][0], "ops@example");
+  EXPECT_EQ(audit[0][1], "redrive");
+  EXPECT_EQ(audit[0][2], "h-2");
+  EXPECT_TRUE(audit[0][3]->starts_with("was QUARANTINED: handler: P0001")) << *audit[0][3];
+
+  // An id the inbox holds nothing of: refused, nothing recorded.
+  WalrelayProcess unknown(yaml, "redrive-unknown");
+  unknown.start(
+      {"inbox", "redrive", "--config", unknown.config_path().string(), "--event-id", "nope"});
+  EXPECT_EQ(unknown.wait_exit(), 1) << unknown.logs();
+  EXPECT_NE(unknown.stderr_text().find("nope: no quarantined or deferred event"), std::string::npos)
+      << unknown.logs();
+  EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".audit"), 1);
+}
+
+TEST_F(InboxTest, RedriveRefusesAConflict) {
+  produce(env_.kafka_bootstrap, topic_,
+          {event("c-1", "k", R"({"n":1})"), event("c-1", "k", R"({"n":2})")});
+  WalrelayProcess proc(inbox_yaml(""), "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count("SELECT count(*) FROM " + inbox_schema_ + ".quarantine", 1))
+      << proc.logs();
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+  WalrelayProcess redrive(inbox_yaml(""), "redrive");
+  redrive.start(
+      {"inbox", "redrive", "--config", redrive.config_path().string(), "--event-id", "c-1"});
+  EXPECT_EQ(redrive.wait_exit(), 1) << redrive.logs();
+  EXPECT_NE(redrive.stderr_text().find("a conflict"), std::string::npos) << redrive.logs();
+  EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".quarantine"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".audit"), 0);
+}
+
 TEST_F(InboxTest, ABadConfigurationExits2NamingTheKey) {
   WalrelayProcess proc(inbox_yaml("  version: sometimes\n"), "inbox");
   start_inbox(proc);
