@@ -8,7 +8,7 @@
 //   deferred    events waiting for a missing prior version (the whole event, to apply later)
 //   quarantine  events isolated with the reason (their bytes as received)
 //   events      the APPLIED events when no handler is configured (applications read it)
-//   audit       operator actions (written by a later redrive; created now so its shape is fixed)
+//   audit       operator actions (`walrelay inbox redrive`: who, when, what was decided before)
 
 #include <string>
 #include <string_view>
