@@ -25,6 +25,7 @@ void Loader::read_root(const YAML::Node& root) {
        }},
       {"exactly_once",
        [this](const YAML::Node& v, const std::string& p) { read_exactly_once(v, p); }},
+      {"relay", [this](const YAML::Node& v, const std::string& p) { read_relay(v, p); }},
       {"reconcile",
        [this](const YAML::Node& v, const std::string& p) {
          detail::read_reconcile(v, p, env_, config_.reconcile, errors_);
@@ -51,6 +52,7 @@ void Loader::read_root(const YAML::Node& root) {
       !messages_malformed_) {
     error("tables", "at least one table or message outbox is required");
   }
+  check_poll_mode();
   if (masks_columns_ && config_.events.mask_salt.empty() && !mask_salt_malformed_) {
     error("events.mask_salt", "required when a table masks columns");
   }

@@ -1,7 +1,8 @@
 // The configuration loader's internals, shared by its files (config.cpp: the entry points;
 // loader.cpp: the top level, name, metrics, log; loader_source.cpp: source, errors,
 // exactly_once, heartbeat, snapshot; loader_kafka.cpp: kafka, topics, events;
-// loader_tables.cpp: tables, exclude, messages, outboxes). Not a public header.
+// loader_tables.cpp: tables, exclude, messages, outboxes; relay_section.cpp: relay, outbox.poll,
+// poll mode's rules). Not a public header.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -53,6 +54,10 @@ constexpr Spelling<DecimalHandling> kDecimalHandlings[] = {{"precise", DecimalHa
                                                            {"double", DecimalHandling::kDouble}};
 constexpr Spelling<Partitions> kPartitions[] = {{"root", Partitions::kRoot},
                                                 {"leaf", Partitions::kLeaf}};
+constexpr Spelling<SourceMode> kSourceModes[] = {{"logical", SourceMode::kLogical},
+                                                 {"poll", SourceMode::kPoll}};
+constexpr Spelling<RelayClaim> kRelayClaims[] = {{"transaction", RelayClaim::kTransaction},
+                                                 {"lease", RelayClaim::kLease}};
 
 template <class E, std::size_t N>
 std::string_view spelling(const Spelling<E> (&table)[N], E value) {
@@ -361,6 +366,12 @@ class Loader {
   void read_additional(const YAML::Node& node, const std::string& path, OutboxConfig& outbox);
   void read_metrics(const YAML::Node& node, const std::string& path);
   void read_log(const YAML::Node& node, const std::string& path);
+  // relay_section.cpp: `relay:`, `tables[].outbox.poll` and the rules of `source.mode: poll`.
+  void read_relay(const YAML::Node& node, const std::string& path);
+  void read_outbox_poll(const YAML::Node& node, const std::string& path, OutboxPollConfig& poll);
+  /// After every section: what poll mode refuses (row-change tables, message outboxes, globs,
+  /// delivery exactly_once) and the poll columns every outbox table gets.
+  void check_poll_mode();
   /// `inbox:` (config/inbox.cpp).
   void read_inbox(const YAML::Node& node, const std::string& path);
   void read_inbox_handlers(const YAML::Node& node, const std::string& path);

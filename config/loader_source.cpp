@@ -5,6 +5,10 @@ namespace walrelay::config::loading {
 void Loader::read_source(const YAML::Node& node, const std::string& path) {
   SourceConfig& source = config_.source;
   const Field fields[] = {
+      {"mode",
+       [&](const YAML::Node& v, const std::string& p) {
+         if (auto m = one_of(v, p, kSourceModes)) source.mode = *m;
+       }},
       {"conninfo",
        [&](const YAML::Node& v, const std::string& p) {
          if (auto s = nonempty_string(v, p)) source.conninfo = std::move(*s);

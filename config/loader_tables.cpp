@@ -235,6 +235,9 @@ void Loader::read_messages(const YAML::Node& node, const std::string& path) {
              return;
            }
            read_outbox(v, p, message.outbox);
+           if (message.outbox.poll) {
+             error(join(p, "poll"), "only outbox tables are polled (tables[].outbox.poll)");
+           }
          }},
     };
     const auto seen = walk(node[i], item, fields);
@@ -285,6 +288,8 @@ void Loader::read_outbox(const YAML::Node& node, const std::string& path, Outbox
        [&](const YAML::Node& v, const std::string& p) {
          if (auto b = boolean(v, p)) outbox.tombstone_on_empty_payload = *b;
        }},
+      {"poll", [&](const YAML::Node& v,
+                   const std::string& p) { read_outbox_poll(v, p, outbox.poll.emplace()); }},
   };
   walk(node, path, fields);
 

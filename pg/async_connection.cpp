@@ -55,6 +55,7 @@ void AsyncConnection::drop_connection() {
   }
   connecting_ = false;
   running_ = false;
+  idle_armed_ = false;
 }
 
 void AsyncConnection::close() {
@@ -78,12 +79,44 @@ void AsyncConnection::query_params(std::string sql, std::vector<std::optional<st
 }
 
 void AsyncConnection::pump() {
-  if (connecting_ || running_ || queue_.empty()) return;
+  if (connecting_ || running_) return;
+  if (queue_.empty()) {
+    arm_idle();
+    return;
+  }
   if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
     start_connect();
     return;
   }
   send_front();
+}
+
+void AsyncConnection::arm_idle() {
+  if (!notify_ || idle_armed_ || conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) return;
+  idle_armed_ = true;
+  wait(false, [this] {
+    idle_armed_ = false;
+    if (connecting_ || running_) return;  // a query's own reads take the notifications now
+    if (PQconsumeInput(conn_) == 0) {
+      fail(connection_error());
+      return;
+    }
+    drain_notifications();
+    pump();
+  });
+}
+
+void AsyncConnection::drain_notifications() {
+  while (PGnotify* n = PQnotifies(conn_)) {
+    if (notify_) {
+      asio::post(executor_,
+                 [this, alive = std::weak_ptr<int>(alive_), channel = std::string(n->relname),
+                  payload = std::string(n->extra != nullptr ? n->extra : "")] {
+                   if (!alive.expired() && notify_) notify_(channel, payload);
+                 });
+    }
+    PQfreemem(n);
+  }
 }
 
 void AsyncConnection::fail(Error error) {
@@ -271,6 +304,7 @@ void AsyncConnection::read_result() {
     }
     PQclear(res);
   }
+  drain_notifications();
   Rows rows = std::move(rows_);
   Error error = error_ ? std::move(*error_) : Error{};
   const bool failed = error_.has_value();

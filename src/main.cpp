@@ -20,6 +20,8 @@
 #include "walrelay/inbox/redrive.hpp"
 #include "walrelay/inbox/status.hpp"
 #include "walrelay/reconcile/command.hpp"
+#include "walrelay/relay/check.hpp"
+#include "walrelay/relay/relay.hpp"
 #include "walrelay/snapshot/send_signal.hpp"
 
 namespace {
@@ -171,6 +173,12 @@ int main(int argc, char** argv) {
   if (!cfg) return static_cast<int>(ExitCode::kConfigError);
   spdlog::set_level(spdlog::level::from_str(cfg->log.level));
 
+  const bool poll = cfg->source.mode == walrelay::config::SourceMode::kPoll;
+  if (poll && !*run && !*check) {
+    // The other commands read the slot or its stream, which poll mode has none of.
+    std::cerr << "walrelay: source.mode poll (docs/relay.md) supports run and check only\n";
+    return static_cast<int>(ExitCode::kConfigError);
+  }
   if (*reconcile) {
     if (!reconcile_since.empty()) {
       auto since = walrelay::config::parse_duration(reconcile_since);
@@ -182,7 +190,15 @@ int main(int argc, char** argv) {
     }
     return static_cast<int>(walrelay::reconcile::run(*cfg, reconcile_options, std::cout));
   }
-  if (*check) return static_cast<int>(walrelay::run_check(*cfg, std::cout));
+  if (*check) {
+    return static_cast<int>(poll ? walrelay::relay::run_check(*cfg, std::cout)
+                                 : walrelay::run_check(*cfg, std::cout));
+  }
+  if (poll) {
+    boost::asio::io_context io(1);
+    walrelay::relay::Relay relay(io, std::move(*cfg));
+    return static_cast<int>(walrelay::app::run(io, relay));
+  }
   if (*tail) {
     return static_cast<int>(walrelay::run_tail(*cfg, tail_from_slot, tail_max, std::cout));
   }

@@ -460,6 +460,8 @@ KafkaRecord to_record(const rd_kafka_message_t* m) {
   r.topic = rd_kafka_topic_name(m->rkt);
   r.partition = m->partition;
   r.offset = m->offset;
+  rd_kafka_timestamp_type_t timestamp_type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+  r.timestamp_ms = rd_kafka_message_timestamp(m, &timestamp_type);
   if (m->key != nullptr) r.key = std::string(static_cast<const char*>(m->key), m->key_len);
   if (m->payload != nullptr) {
     r.value = std::string(static_cast<const char*>(m->payload), m->len);
@@ -475,6 +477,7 @@ KafkaRecord to_record(const rd_kafka_message_t* m) {
     for (std::size_t i = 0;
          rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
       r.headers[name] = val ? std::string(static_cast<const char*>(val), size) : std::string();
+      r.header_list.emplace_back(name, r.headers[name]);
     }
   }
   return r;

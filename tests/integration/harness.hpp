@@ -170,6 +170,9 @@ struct KafkaRecord {
   std::optional<std::string> key;              ///< nullopt: null key
   std::optional<std::string> value;            ///< nullopt: null value (tombstone)
   std::map<std::string, std::string> headers;  ///< last value wins for a repeated name
+  /// Every header in the record's order, repeated names too.
+  std::vector<std::pair<std::string, std::string>> header_list;
+  std::int64_t timestamp_ms = -1;  ///< the record's timestamp (rd_kafka_message_timestamp)
 
   /// The header's value, or "" when it is absent.
   [[nodiscard]] std::string header(const std::string& name) const;

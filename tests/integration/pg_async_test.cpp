@@ -111,6 +111,36 @@ TEST_F(PgAsyncTest, AQueryThatWaitsDoesNotHoldUpTheLoop) {
 
 // A server that accepts the TCP connection and never answers (a hung host, a full listen queue):
 // connecting fails after connect_timeout, and the loop ticks meanwhile.
+// LISTEN/NOTIFY (PostgreSQL docs §34.9 "Asynchronous Notification"): a notification reaches the
+// handler while the listening connection is idle, and also when it arrives during a query; the
+// relay's wake-up (docs/relay.md) depends on both.
+TEST_F(PgAsyncTest, NotificationsReachTheHandlerWhetherIdleOrBusy) {
+  asio::io_context io;
+  pg::AsyncConnection conn(io.get_executor(), env_.pg_conninfo, "walrelay-pg-listen-" + name_);
+  std::vector<std::string> payloads;
+  conn.on_notification([&](const std::string& channel, const std::string& payload) {
+    EXPECT_EQ(channel, name_);
+    payloads.push_back(payload);
+  });
+  std::optional<pg::AsyncConnection::Result> listened;
+  conn.query("LISTEN " + sql_ident(name_), {},
+             [&](pg::AsyncConnection::Result r) { listened = std::move(r); });
+  run_until(io, [&] { return listened.has_value(); });
+  ASSERT_TRUE(listened && *listened) << (listened ? listened->error() : "no answer");
+  pg_->exec("NOTIFY " + sql_ident(name_) + ", 'idle'");
+  run_until(io, [&] { return payloads.size() == 1; });
+  ASSERT_EQ(payloads, std::vector<std::string>{"idle"});
+  // Sent while the listener runs a query: read with that query's results.
+  std::optional<pg::AsyncConnection::Result> slept;
+  conn.query("SELECT pg_sleep(0.5)", {},
+             [&](pg::AsyncConnection::Result r) { slept = std::move(r); });
+  run_until(
+      io, [&] { return conn.busy(); }, 1s);
+  pg_->exec("NOTIFY " + sql_ident(name_) + ", 'busy'");
+  run_until(io, [&] { return slept.has_value() && payloads.size() == 2; });
+  EXPECT_EQ(payloads, (std::vector<std::string>{"idle", "busy"}));
+}
+
 TEST_F(PgAsyncTest, AConnectionThatNeverAnswersFailsWithinItsBound) {
   const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(listener, 0);

@@ -259,7 +259,8 @@ TEST(ConfigFile, LoadsAFile) {
 }
 
 // The configurations the repository ships load without errors: docker/walrelay.yaml (compose),
-// the Kubernetes ConfigMap's walrelay.yaml (deploy/kubernetes/configmap.yaml) and the demo's.
+// the Kubernetes ConfigMap's walrelay.yaml (deploy/kubernetes/configmap.yaml), the demo's and its
+// poll-mode variant (examples/demo-poll.yaml).
 TEST(ConfigFile, ShippedConfigurationsLoad) {
   const std::string root = WALRELAY_SOURCE_DIR;
   const EnvLookup env = env_of({{"WALRELAY_PG_PASSWORD", "secret"},
@@ -270,7 +271,8 @@ TEST(ConfigFile, ShippedConfigurationsLoad) {
     std::ifstream in(path);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   };
-  for (const char* file : {"/docker/walrelay.yaml", "/examples/demo.yaml"}) {
+  for (const char* file :
+       {"/docker/walrelay.yaml", "/examples/demo.yaml", "/examples/demo-poll.yaml"}) {
     const LoadResult result = load_config_text(read(root + file), file, env);
     EXPECT_TRUE(result.config.has_value()) << file << "\n" << dump(result.errors);
   }

@@ -13,6 +13,7 @@
 
 #include "walrelay/config/inbox.hpp"
 #include "walrelay/config/reconcile.hpp"
+#include "walrelay/config/relay.hpp"
 
 namespace walrelay::config {
 
@@ -51,6 +52,9 @@ struct OutboxConfig {
   /// Publish an event whose aggregate id is the empty string (key ''). Off: such a row is a
   /// mapping error (errors.policy), like a NULL id: unrelated aggregates would share one key.
   bool allow_empty_aggregate_id = false;
+  /// `tables[].outbox.poll`: the columns `source.mode: poll` reads and writes (config/relay.hpp);
+  /// set (defaults) for every outbox table in poll mode, absent otherwise.
+  std::optional<OutboxPollConfig> poll;
 };
 
 /// Row-change operations (Debezium `op` letters): c insert, u update, d delete, t truncate.
@@ -92,6 +96,8 @@ struct MessageOutboxConfig {
 };
 
 struct SourceConfig {
+  /// logical (the slot, default) or poll (outbox tables only, the relay; docs/relay.md).
+  SourceMode mode = SourceMode::kLogical;
   std::string conninfo;  ///< libpq conninfo string or URI (may hold a password: never log it raw)
   std::string slot;      ///< replication slot name; default `walrelay_<name>`
   bool create_slot = true;  ///< create the slot (plugin wal2json) when missing
@@ -310,6 +316,7 @@ struct Config {
   Delivery delivery = Delivery::kAtLeastOnce;
   ExactlyOnceConfig exactly_once;
   ReconcileConfig reconcile;  ///< `reconcile:` (walrelay reconcile; config/reconcile.hpp)
+  RelayConfig relay;          ///< `relay:` (source.mode poll; config/relay.hpp)
   InboxConfig inbox;          ///< `inbox:` (walrelay inbox; config/inbox.hpp)
 };
 

@@ -73,6 +73,15 @@ class AsyncConnection {
   /// failure. Valid inside `done`.
   [[nodiscard]] const std::string& last_sqlstate() const { return last_error_.sqlstate; }
 
+  /// A notification (PostgreSQL docs §34.9 "Asynchronous Notification", LISTEN/NOTIFY): its
+  /// channel and payload.
+  using NotifyHandler = std::function<void(const std::string& channel, const std::string& payload)>;
+  /// Calls `handler` on the executor thread for every notification the server sends on this
+  /// connection (after a `LISTEN` the caller runs): read as they arrive while the connection is
+  /// idle, and after each query's results. A broken idle connection is closed silently; the next
+  /// query connects again (and must LISTEN again: a new session listens to nothing).
+  void on_notification(NotifyHandler handler) { notify_ = std::move(handler); }
+
   /// True while connecting or while a query is queued or running.
   [[nodiscard]] bool busy() const;
 
@@ -103,6 +112,9 @@ class AsyncConnection {
   /// connection.
   [[nodiscard]] Error connection_error() const;
   void drop_connection();
+  /// With a notification handler: waits for the idle connection's socket to read notifications.
+  void arm_idle();
+  void drain_notifications();
 
   boost::asio::any_io_executor executor_;
   std::string conninfo_;
@@ -116,6 +128,8 @@ class AsyncConnection {
   std::optional<Error> error_;  // and its first error
   Error last_error_;            // the error `done` is called with
   std::string options_;         // startup options
+  NotifyHandler notify_;
+  bool idle_armed_ = false;  // arm_idle's wait is pending
   bool connecting_ = false;
   bool running_ = false;          // the queue's front has been sent
   std::uint64_t generation_ = 0;  // bumped when the connection closes: stale waits do nothing

@@ -1,0 +1,82 @@
+#include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/relay/outbox_table.hpp"
+
+namespace walrelay::relay {
+
+namespace {
+
+using pg::quote_ident;
+
+std::string col(const std::string& alias, const std::string& name) {
+  return alias + "." + quote_ident(name);
+}
+
+}  // namespace
+
+std::string OutboxTable::quoted() const {
+  return quote_ident(schema) + "." + quote_ident(table);
+}
+
+std::string claim_sql(const OutboxTable& t, std::size_t batch, bool failed_blocks_key) {
+  const config::OutboxPollConfig& p = *t.poll;
+  const std::string table = t.quoted();
+  const std::string& key = t.outbox->aggregate_id;
+  const std::string& id = t.outbox->event_id;
+  // (order_by, event_id): a total order both instances agree on, ties of order_by (now() is
+  // the same for every row of one transaction) broken by the event id.
+  const auto older = [&](const std::string& a, const std::string& b_ord, const std::string& b_id) {
+    return "(" + col(a, p.order_by) + ", " + col(a, id) + ") < (" + b_ord + ", " + b_id + ")";
+  };
+  std::string sql = "WITH c AS MATERIALIZED (SELECT o.ctid AS walrelay_tid, " + col("o", key) +
+                    " AS walrelay_key, " + col("o", p.order_by) + " AS walrelay_ord, " +
+                    col("o", id) + " AS walrelay_id, " + col("o", p.attempts) +
+                    " AS walrelay_attempts";
+  for (std::size_t i = 0; i < t.columns.size(); ++i) {
+    sql += ", " + col("o", t.columns[i].first) + " AS walrelay_c" + std::to_string(i);
+  }
+  sql += " FROM " + table + " o WHERE " + col("o", p.status) + " = $1";
+  if (failed_blocks_key) {
+    sql += " AND NOT EXISTS (SELECT 1 FROM " + table + " f WHERE " + col("f", p.status) +
+           " = $2 AND " + col("f", key) + " = " + col("o", key) + " AND " +
+           older("f", col("o", p.order_by), col("o", id)) + ")";
+  }
+  sql += " ORDER BY " + col("o", p.order_by) + ", " + col("o", id) + " LIMIT " +
+         std::to_string(batch) + " FOR UPDATE OF o SKIP LOCKED)";
+  sql += " SELECT c.walrelay_tid, c.walrelay_attempts";
+  for (std::size_t i = 0; i < t.columns.size(); ++i) sql += ", c.walrelay_c" + std::to_string(i);
+  // The head-of-key rule: an older row of the key that is still pending (or failed and
+  // blocking) and not locked here is another instance's, or not visible to the lock: publishing
+  // this row now could overtake it.
+  sql += " FROM c WHERE NOT EXISTS (SELECT 1 FROM " + table + " q WHERE " + col("q", key) +
+         " = c.walrelay_key AND " + col("q", p.status) +
+         (failed_blocks_key ? " IN ($1, $2)" : " = $1") + " AND " +
+         older("q", "c.walrelay_ord", "c.walrelay_id") +
+         " AND NOT EXISTS (SELECT 1 FROM c c2 WHERE c2.walrelay_id = " + col("q", id) + "))";
+  sql += " ORDER BY c.walrelay_ord, c.walrelay_id";
+  return sql;
+}
+
+std::string mark_sent_sql(const OutboxTable& t) {
+  const config::OutboxPollConfig& p = *t.poll;
+  return "UPDATE " + t.quoted() + " SET " + quote_ident(p.status) + " = $1, " +
+         quote_ident(p.sent_at) + " = now() WHERE ctid = ANY($2::tid[])";
+}
+
+std::string mark_failure_sql(const OutboxTable& t) {
+  const config::OutboxPollConfig& p = *t.poll;
+  std::string sql = "UPDATE " + t.quoted() + " SET " + quote_ident(p.attempts) + " = " +
+                    quote_ident(p.attempts) + " + $1::int, " + quote_ident(p.status) + " = $2";
+  if (!p.last_error.empty()) sql += ", " + quote_ident(p.last_error) + " = $4";
+  return sql + " WHERE ctid = $3::tid";
+}
+
+std::string tid_array(const std::vector<std::string>& tids) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < tids.size(); ++i) {
+    if (i > 0) out += ',';
+    out += '"' + tids[i] + '"';
+  }
+  return out + "}";
+}
+
+}  // namespace walrelay::relay

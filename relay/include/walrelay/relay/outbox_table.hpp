@@ -1,0 +1,58 @@
+#pragma once
+
+// One outbox table the relay drains, as found in the catalog at start-up (relay/preflight.cpp),
+// and the SQL the relay runs on it (relay/claim_sql.cpp, docs/relay.md "The claim").
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "walrelay/config/config.hpp"
+
+namespace walrelay::relay {
+
+struct OutboxTable {
+  std::size_t config_index = 0;  ///< its `tables[i]` entry
+  std::string schema;
+  std::string table;
+  const config::OutboxConfig* outbox = nullptr;    ///< the entry's outbox (poll set)
+  const config::OutboxPollConfig* poll = nullptr;  ///< `outbox->poll`
+  /// The columns the record builder reads (event id, aggregate id and type, payload, then the
+  /// optional event type, timestamp and additional columns the table has), with their type OIDs
+  /// (pg_attribute.atttypid). Filled by the preflight.
+  std::vector<std::pair<std::string, std::uint32_t>> columns;
+  std::size_t key_column = 0;  ///< index in `columns` of the aggregate id
+
+  /// `schema.table` as written in logs and messages.
+  [[nodiscard]] std::string name() const { return schema + "." + table; }
+  /// `"schema"."table"`, quoted for SQL.
+  [[nodiscard]] std::string quoted() const;
+};
+
+/// The claim statement (one extended-protocol statement; run in READ COMMITTED inside the
+/// claim transaction): `$1` the pending status, `$2` the failed status (only when
+/// `failed_blocks_key`: the statement has no `$2` otherwise). It locks up to
+/// `batch` pending rows in (`order_by`, `event_id`) order with FOR UPDATE SKIP LOCKED (rows of a
+/// key behind a failed row are left out when `failed_blocks_key`), then returns only the locked
+/// rows no older row of the same aggregate id is still pending (or failed, when it blocks) outside
+/// the locked set: the rows this instance may publish without overtaking a row another instance
+/// holds (PostgreSQL docs "The Locking Clause" and §13.2.1 "Read Committed Isolation Level": the
+/// statement's one snapshot serves both parts). Result columns: 0 the row's ctid, 1 its attempts,
+/// then `t.columns` in order; rows in (`order_by`, `event_id`) order.
+std::string claim_sql(const OutboxTable& t, std::size_t batch, bool failed_blocks_key);
+
+/// Marks rows sent: `$1` the sent status, `$2` a tid[] literal of the rows (their ctid, stable
+/// while the claim transaction holds their locks).
+std::string mark_sent_sql(const OutboxTable& t);
+
+/// One row's publish failure: attempts + `$1` (0 or 1), status `$2` (pending, or failed), `$3`
+/// the row's ctid, and `$4` the reason into last_error (only when that column is configured: the
+/// statement has no `$4` otherwise).
+std::string mark_failure_sql(const OutboxTable& t);
+
+/// `{"(0,1)","(0,2)"}`: a tid[] literal of ctids as PostgreSQL prints them.
+std::string tid_array(const std::vector<std::string>& tids);
+
+}  // namespace walrelay::relay

@@ -1,0 +1,116 @@
+#pragma once
+
+// The polling outbox relay (`source.mode: poll`, docs/relay.md) as a system app::run runs: it
+// drains outbox tables with an ordinary session (no REPLICATION, no slot) and publishes their rows
+// through the shared pipeline (router::OutboxRecordBuilder, sink::Publisher), so that a consumer
+// cannot tell a polled event from one the WAL mode read.
+//
+// One tick, per table (claim: transaction, the seed article's "claim and mark in one
+// transaction"): BEGIN; the claim (claim_sql: FOR UPDATE SKIP LOCKED plus the head-of-key rule);
+// each row becomes its record (columns rendered as wal2json format-version 2 prints them,
+// decoder::append_wal2json_value, in a session with the replication session's pinned settings)
+// and is published; when every delivery report came (or `relay.ack_timeout` passed), the rows are
+// marked (decide: sent per key up to its first failure, failures counted or failed) and the
+// transaction COMMITs. A crash before the COMMIT leaves the rows pending: published again with the
+// same `id`, never lost. Whole-batch failure: ROLLBACK and back off the whole tick.
+//
+// Wake-up: LISTEN on relay.notify_channel (a second session; notifications coalesce into one
+// tick), relay.poll_interval as the backstop, and at once again after a full batch.
+//
+// Test seam (docs/relay.md "Test seam"): WALRELAY_RELAY_TEST_CRASH_AFTER_ACK=<event id>, read
+// only here, makes the process exit (code 86, no clean-up) once Kafka acknowledged that event and
+// before the claim transaction COMMITs: what a crash at the worst moment does.
+//
+// Owned by main; every call on the io_context's thread.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "walrelay/app/supervisor.hpp"
+#include "walrelay/config/config.hpp"
+#include "walrelay/kafka/producer.hpp"
+#include "walrelay/pg/async_connection.hpp"
+#include "walrelay/relay/batch_outcome.hpp"
+#include "walrelay/relay/outbox_table.hpp"
+#include "walrelay/relay/preflight.hpp"
+#include "walrelay/router/outbox_record.hpp"
+#include "walrelay/router/type_registry.hpp"
+#include "walrelay/sink/publisher.hpp"
+
+namespace walrelay::relay {
+
+class Relay : public app::System {
+ public:
+  /// `cfg` must be a poll-mode configuration (the loader's rules passed).
+  Relay(boost::asio::io_context& io, config::Config cfg);
+  ~Relay() override;
+
+  void start(app::Lifecycle& life) override;
+  void stop(app::StopMode mode) override;
+
+ private:
+  struct Row {
+    std::string tid;       ///< ctid
+    std::string event_id;  ///< for the test seam and logs
+    RowOutcome outcome;
+  };
+
+  void on_preflight(PreflightResult result);
+  void listen();
+  void schedule(std::chrono::milliseconds delay);
+  void tick();
+  void claim_next_table();
+  void on_claimed(pg::AsyncConnection::Result result);
+  void publish_rows(const pg::AsyncConnection::Rows& rows);
+  void on_delivery(const kafka::DeliveryReport& report);
+  void reports_done();
+  void write_back(const BatchDecision& decision);
+  void write_failures(std::shared_ptr<BatchDecision> decision, std::size_t next);
+  void commit();
+  /// The tick failed (a server or connection error, a whole-batch Kafka failure): drops the
+  /// transaction and backs off.
+  void fail_tick(const std::string& why, bool rollback);
+  void end_tick();
+  void finish(ExitCode code);
+
+  boost::asio::io_context& io_;
+  config::Config cfg_;
+  app::Lifecycle* life_ = nullptr;
+  pg::AsyncConnection conn_;      ///< the claim transactions
+  pg::AsyncConnection listener_;  ///< LISTEN notify_channel
+  std::unique_ptr<kafka::Producer> producer_;
+  sink::Publisher publisher_;
+  router::TypeRegistry types_;
+  router::OutboxRecordBuilder builder_{types_};
+  router::RecordBuffer buffer_;
+  std::vector<OutboxTable> tables_;
+  std::vector<std::string> claim_sql_;
+  boost::asio::steady_timer tick_timer_;
+  boost::asio::steady_timer ack_timer_;
+
+  bool started_ = false;            ///< preflight passed
+  bool preflight_running_ = false;  ///< its queries are under way
+  bool stopping_ = false;
+  bool in_tick_ = false;
+  bool tick_again_ = false;      ///< a notification came during a tick
+  bool full_batch_ = false;      ///< some table gave a full batch this tick: tick again at once
+  std::size_t table_ = 0;        ///< the table being claimed
+  std::uint64_t batch_seq_ = 0;  ///< units of the current batch carry it (reports of an earlier
+                                 ///< batch are ignored)
+  std::vector<Row> rows_;
+  std::size_t waiting_ = 0;  ///< delivery reports outstanding for the batch
+  bool awaiting_reports_ = false;
+  std::chrono::milliseconds backoff_{0};
+  std::chrono::steady_clock::time_point listened_at_{};  ///< the last LISTEN sent
+  std::string crash_after_ack_;                          ///< the test seam's event id ("" = off)
+  std::uint64_t published_ = 0;
+  std::uint64_t sent_ = 0;
+};
+
+}  // namespace walrelay::relay

@@ -1,0 +1,206 @@
+#include "walrelay/relay/preflight.hpp"
+
+#include <charconv>
+#include <memory>
+#include <set>
+
+#include "walrelay/pg/replication_stream.hpp"
+
+namespace walrelay::relay {
+
+namespace {
+
+std::uint32_t to_u32(const std::optional<std::string>& text) {
+  std::uint32_t v = 0;
+  if (text) std::from_chars(text->data(), text->data() + text->size(), v);
+  return v;
+}
+
+/// The checks as a chain of queries, one table after another; owns itself until `done`.
+class Preflight : public std::enable_shared_from_this<Preflight> {
+ public:
+  Preflight(pg::AsyncConnection& conn, const config::Config& cfg, router::TypeRegistry& types,
+            std::function<void(PreflightResult)> done)
+      : conn_(conn), cfg_(cfg), types_(types), done_(std::move(done)) {}
+
+  void next() {
+    if (index_ == cfg_.tables.size()) {
+      resolve_types();
+      return;
+    }
+    const config::TableConfig& entry = cfg_.tables[index_];
+    OutboxTable t;
+    t.config_index = index_;
+    t.schema = entry.schema_pattern;
+    t.table = entry.table_pattern;
+    t.outbox = &*entry.outbox;
+    t.poll = &*entry.outbox->poll;
+    // Built before the call: the callback below takes `t` (argument order is unspecified).
+    std::vector<std::optional<std::string>> params{t.schema, t.table};
+    // One row per column (none: the table is missing), with the privileges and the count of
+    // partial indexes (pg_index.indpred) on the table.
+    conn_.query_params(
+        "SELECT a.attname, a.atttypid, has_table_privilege(c.oid, 'SELECT'), "
+        "has_table_privilege(c.oid, 'UPDATE'), (SELECT count(*) FROM pg_catalog.pg_index i "
+        "WHERE i.indrelid = c.oid AND i.indpred IS NOT NULL) FROM pg_catalog.pg_class c JOIN "
+        "pg_catalog.pg_namespace n ON n.oid = c.relnamespace JOIN pg_catalog.pg_attribute a ON "
+        "a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped WHERE n.nspname = $1 AND "
+        "c.relname = $2 AND c.relkind IN ('r', 'p') ORDER BY a.attnum",
+        std::move(params), {},
+        [self = shared_from_this(), t = std::move(t)](pg::AsyncConnection::Result r) mutable {
+          self->on_columns(std::move(t), std::move(r));
+        });
+  }
+
+ private:
+  void on_columns(OutboxTable t, pg::AsyncConnection::Result r) {
+    if (!r) {
+      result_.error = conn_.last_error();
+      finish();
+      return;
+    }
+    const std::string entry = "tables[" + std::to_string(index_) + "]";
+    if (r->empty()) {
+      result_.problems.push_back(entry + ".name: table " + t.name() +
+                                 " does not exist (or is not a table this role can see)");
+      ++index_;
+      next();
+      return;
+    }
+    std::map<std::string, std::uint32_t> have;
+    for (const auto& row : *r) {
+      if (row[0]) have.emplace(*row[0], to_u32(row[1]));
+    }
+    const auto& front = r->front();
+    const bool can_select = front[2] && *front[2] == "t";
+    const bool can_update = front[3] && *front[3] == "t";
+    const bool partial_index = front[4] && *front[4] != "0";
+    const config::OutboxConfig& ob = *t.outbox;
+    const config::OutboxPollConfig& p = *t.poll;
+    const auto need = [&](const std::string& key, const std::string& column) {
+      if (!column.empty() && !have.contains(column)) {
+        result_.problems.push_back(entry + "." + key + ": " + t.name() + " has no column " +
+                                   pg::quote_ident(column));
+      }
+    };
+    need("outbox.event_id", ob.event_id);
+    need("outbox.aggregate_id", ob.aggregate_id);
+    need("outbox.aggregate_type", ob.aggregate_type);
+    need("outbox.payload", ob.payload);
+    if (ob.event_type) need("outbox.event_type", *ob.event_type);
+    if (ob.timestamp) need("outbox.timestamp", *ob.timestamp);
+    for (const auto& a : ob.additional) need("outbox.additional." + a.column, a.column);
+    need("outbox.poll.status", p.status);
+    need("outbox.poll.attempts", p.attempts);
+    need("outbox.poll.sent_at", p.sent_at);
+    need("outbox.poll.order_by", p.order_by);
+    need("outbox.poll.last_error", p.last_error);
+    if (!can_select || !can_update) {
+      result_.problems.push_back(entry + ".name: the role may not " +
+                                 std::string(!can_select ? "SELECT" : "UPDATE") + " " + t.name() +
+                                 " (GRANT SELECT, UPDATE ON " + t.quoted() + " TO <role>)");
+    }
+    if (!partial_index) {
+      result_.warnings.push_back(t.name() +
+                                 " has no partial index: every claim scans the sent rows too "
+                                 "(docs/relay.md \"Set-up\"; `walrelay check` prints it)");
+    }
+    // The builder's columns, in a fixed order (the claim's result columns follow it).
+    std::vector<std::string> wanted = {ob.event_id, ob.aggregate_id, ob.aggregate_type, ob.payload};
+    if (ob.event_type) wanted.push_back(*ob.event_type);
+    if (ob.timestamp) wanted.push_back(*ob.timestamp);
+    for (const auto& a : ob.additional) wanted.push_back(a.column);
+    std::set<std::string> added;
+    for (const std::string& c : wanted) {
+      const auto it = have.find(c);
+      if (it == have.end() || !added.insert(c).second) continue;
+      if (c == ob.aggregate_id) t.key_column = t.columns.size();
+      t.columns.emplace_back(c, it->second);
+      if (types_.find(it->second) == nullptr) oids_.insert(std::to_string(it->second));
+    }
+    result_.tables.push_back(std::move(t));
+    ++index_;
+    next();
+  }
+
+  void resolve_types() {
+    if (oids_.empty() || !result_.problems.empty()) {
+      finish();
+      return;
+    }
+    std::string array = "{";
+    for (const std::string& o : oids_) array += (array.size() > 1 ? "," : "") + o;
+    array += "}";
+    // Domains (and domains over domains) resolve to their base type, as the connector's registry
+    // does from pg_type.
+    conn_.query_params(
+        "WITH RECURSIVE chain(oid) AS (SELECT unnest($1::oid[]) UNION SELECT p.typbasetype FROM "
+        "pg_catalog.pg_type p JOIN chain c ON p.oid = c.oid WHERE p.typbasetype <> 0) SELECT "
+        "p.oid, format_type(p.oid, NULL), p.typcategory, p.typtype, p.typelem, p.typbasetype "
+        "FROM pg_catalog.pg_type p JOIN chain c ON p.oid = c.oid",
+        {array}, {}, [self = shared_from_this()](pg::AsyncConnection::Result r) {
+          if (!r) {
+            self->result_.error = self->conn_.last_error();
+          } else {
+            for (const auto& row : *r) {
+              router::TypeInfo info;
+              info.oid = to_u32(row[0]);
+              info.name = row[1].value_or("");
+              info.category = row[2] && !row[2]->empty() ? (*row[2])[0] : 'U';
+              info.kind = row[3] && !row[3]->empty() ? (*row[3])[0] : 'b';
+              info.element = to_u32(row[4]);
+              info.base = to_u32(row[5]);
+              if (self->types_.find(info.oid) == nullptr) self->types_.add(std::move(info));
+            }
+          }
+          self->finish();
+        });
+  }
+
+  void finish() {
+    auto done = std::move(done_);
+    done(std::move(result_));
+  }
+
+  pg::AsyncConnection& conn_;
+  const config::Config& cfg_;
+  router::TypeRegistry& types_;
+  std::function<void(PreflightResult)> done_;
+  PreflightResult result_;
+  std::size_t index_ = 0;
+  std::set<std::string> oids_;
+};
+
+}  // namespace
+
+void preflight(pg::AsyncConnection& conn, const config::Config& cfg, router::TypeRegistry& types,
+               std::function<void(PreflightResult)> done) {
+  std::make_shared<Preflight>(conn, cfg, types, std::move(done))->next();
+}
+
+std::string setup_sql(const OutboxTable& t, const std::string& channel) {
+  using pg::quote_ident;
+  const config::OutboxPollConfig& p = *t.poll;
+  const std::string pending = pg::quote_literal(p.pending);
+  const std::string base = t.table.size() > 40 ? t.table.substr(0, 40) : t.table;
+  std::string sql = "-- the claim's scan (oldest pending first) and its head-of-key check\n";
+  sql += "CREATE INDEX IF NOT EXISTS " + quote_ident(base + "_pending") + " ON " + t.quoted() +
+         " (" + quote_ident(p.order_by) + ", " + quote_ident(t.outbox->event_id) + ") WHERE " +
+         quote_ident(p.status) + " = " + pending + ";\n";
+  sql += "CREATE INDEX IF NOT EXISTS " + quote_ident(base + "_pending_key") + " ON " + t.quoted() +
+         " (" + quote_ident(t.outbox->aggregate_id) + ", " + quote_ident(p.order_by) + ") WHERE " +
+         quote_ident(p.status) + " <> " + pg::quote_literal(p.sent) + ";\n";
+  if (channel.empty()) return sql;
+  const std::string fn = quote_ident(t.schema) + "." + quote_ident(base + "_notify");
+  sql +=
+      "-- wakes the relay at each commit that inserted rows (NOTIFY is sent at COMMIT, one per\n";
+  sql += "-- distinct payload: an empty payload coalesces a transaction's rows)\n";
+  sql += "CREATE OR REPLACE FUNCTION " + fn +
+         "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify(" +
+         pg::quote_literal(channel) + ", ''); RETURN NULL; END $$;\n";
+  sql += "CREATE OR REPLACE TRIGGER " + quote_ident(base + "_notify") + " AFTER INSERT ON " +
+         t.quoted() + " FOR EACH STATEMENT EXECUTE FUNCTION " + fn + "();\n";
+  return sql;
+}
+
+}  // namespace walrelay::relay

@@ -1,0 +1,52 @@
+// The relay's SQL (relay/outbox_table.hpp): the parameters each statement takes, the identifiers
+// quoted, the locking clause and the head-of-key rule present.
+
+#include <gtest/gtest.h>
+
+#include "walrelay/relay/outbox_table.hpp"
+
+namespace walrelay::relay {
+namespace {
+
+struct Fixture {
+  config::OutboxConfig outbox;
+  config::OutboxPollConfig poll;
+  OutboxTable table;
+  Fixture() {
+    outbox.event_id = "event_id";
+    outbox.aggregate_id = "subscription_id";
+    poll.order_by = "seq";
+    table.schema = "public";
+    table.table = "Event \"Outbox\"";
+    table.outbox = &outbox;
+    table.poll = &poll;
+    table.columns = {{"event_id", 2950}, {"subscription_id", 25}};
+  }
+};
+
+TEST(RelaySql, ClaimLocksWithSkipLockedAndKeepsTheHeadOfKeyRule) {
+  Fixture f;
+  const std::string sql = claim_sql(f.table, 200, true);
+  EXPECT_NE(sql.find("FROM \"public\".\"Event \"\"Outbox\"\"\" o"), std::string::npos) << sql;
+  EXPECT_NE(sql.find("LIMIT 200 FOR UPDATE OF o SKIP LOCKED"), std::string::npos) << sql;
+  EXPECT_NE(sql.find("ORDER BY o.\"seq\", o.\"event_id\""), std::string::npos) << sql;
+  EXPECT_NE(sql.find("IN ($1, $2)"), std::string::npos) << sql;  // failed rows block
+  EXPECT_NE(sql.find("NOT EXISTS (SELECT 1 FROM c c2"), std::string::npos) << sql;
+  // Without failed_blocks_key the statement takes only the pending status.
+  const std::string open = claim_sql(f.table, 10, false);
+  EXPECT_EQ(open.find("$2"), std::string::npos) << open;
+}
+
+TEST(RelaySql, MarkStatementsTakeTheirParameters) {
+  Fixture f;
+  EXPECT_EQ(mark_sent_sql(f.table),
+            "UPDATE \"public\".\"Event \"\"Outbox\"\"\" SET \"status\" = $1, \"sent_at\" = now() "
+            "WHERE ctid = ANY($2::tid[])");
+  EXPECT_EQ(mark_failure_sql(f.table).find("$4"), std::string::npos);
+  f.poll.last_error = "why";
+  EXPECT_NE(mark_failure_sql(f.table).find("\"why\" = $4"), std::string::npos);
+  EXPECT_EQ(tid_array({"(0,1)", "(3,12)"}), "{\"(0,1)\",\"(3,12)\"}");
+}
+
+}  // namespace
+}  // namespace walrelay::relay
