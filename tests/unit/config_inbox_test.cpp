@@ -178,5 +178,18 @@ TEST(ConfigInbox, EnvironmentReferencesAreExpanded) {
   EXPECT_EQ(r.config->inbox.conninfo, "host=h");
 }
 
+// The demo's inbox (examples/demo-inbox.yaml, docs/inbox.md's worked example) loads.
+TEST(ConfigInbox, TheShippedDemoInboxLoads) {
+  std::ifstream in(std::string(WALRELAY_SOURCE_DIR) + "/examples/demo-inbox.yaml");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  const auto r = load_inbox_config_text(
+      text, "demo-inbox.yaml",
+      env_of({{"DEMO_PG_CONNINFO", "host=db"}, {"DEMO_KAFKA_BOOTSTRAP", "k:9092"}}));
+  ASSERT_TRUE(r.config) << dump(r.errors);
+  EXPECT_EQ(r.config->inbox.topics, std::vector<std::string>{"^outbox\\.event\\..*"});
+  EXPECT_EQ(r.config->inbox.schema, "walrelay_inbox");
+}
+
 }  // namespace
 }  // namespace walrelay::config::test
