@@ -87,8 +87,10 @@ int count_documents(const std::string& text, int limit) {
 
 }  // namespace
 
-LoadResult load_config_text(const std::string& yaml_text, const std::string& source_name,
-                            const EnvLookup& env) {
+namespace loading {
+
+LoadResult load_text(const std::string& yaml_text, const std::string& source_name,
+                     const EnvLookup& env, Purpose purpose) {
   const std::string where = source_name.empty() ? std::string() : source_name + ": ";
   try {
     // yaml-cpp's Load would silently drop every document after the first, so count them first,
@@ -97,7 +99,7 @@ LoadResult load_config_text(const std::string& yaml_text, const std::string& sou
     if (count_documents(yaml_text, 2) > 1) {
       return single_error(where + "expected one YAML document, found several");
     }
-    Loader loader(env);
+    Loader loader(env, purpose);
     return loader.load(YAML::Load(yaml_text));
   } catch (const YAML::ParserException& e) {
     return single_error(where + "YAML syntax error at line " + std::to_string(e.mark.line + 1) +
@@ -107,11 +109,22 @@ LoadResult load_config_text(const std::string& yaml_text, const std::string& sou
   }
 }
 
+}  // namespace loading
+
+LoadResult load_config_text(const std::string& yaml_text, const std::string& source_name,
+                            const EnvLookup& env) {
+  return loading::load_text(yaml_text, source_name, env, loading::Purpose::kConnector);
+}
+
 LoadResult load_config_text(const std::string& yaml_text, const std::string& source_name) {
   return load_config_text(yaml_text, source_name, process_env);
 }
 
 LoadResult load_config_file(const std::string& path) {
+  return loading::load_file(path, loading::Purpose::kConnector);
+}
+
+LoadResult loading::load_file(const std::string& path, Purpose purpose) {
   const auto cannot_read = [&path](int err) {
     return single_error("cannot read " + path + ": " +
                         std::error_code(err, std::generic_category()).message());
@@ -126,7 +139,7 @@ LoadResult load_config_file(const std::string& path) {
   std::size_t n = 0;
   while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
   if (std::ferror(file.get())) return cannot_read(errno);
-  return load_config_text(text, path);
+  return load_text(text, path, process_env, purpose);
 }
 
 std::string_view to_string(Delivery value) {

@@ -30,6 +30,7 @@ void Loader::read_root(const YAML::Node& root) {
        [this](const YAML::Node& v, const std::string& p) {
          detail::read_reconcile(v, p, env_, config_.reconcile, errors_);
        }},
+      {"inbox", [this](const YAML::Node& v, const std::string& p) { read_inbox(v, p); }},
   };
   std::set<std::string> seen;
   if (root.IsNull()) {
@@ -38,6 +39,10 @@ void Loader::read_root(const YAML::Node& root) {
     seen = *walk(root, "", fields);
   } else {
     error("", "expected a map at the top level, got " + describe(root));
+    return;
+  }
+  if (purpose_ == Purpose::kInbox) {
+    if (!seen.contains("inbox")) error("inbox.conninfo", std::string(kMissing));
     return;
   }
   if (!seen.contains("name")) error("name", std::string(kMissing));

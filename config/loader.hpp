@@ -123,11 +123,23 @@ std::optional<std::string> topic_template_problem(std::string_view topic,
 
 std::string suggestion(std::string_view key, std::span<const Field> fields);
 
+/// What a file is loaded for: `run` and the commands of the connector need `name`, `source` and
+/// `tables`; `walrelay inbox` needs `inbox` instead (config/inbox_load.hpp).
+enum class Purpose { kConnector, kInbox };
+
+/// Reads one YAML text (one document) for `purpose`; load_config_text's contract.
+LoadResult load_text(const std::string& yaml_text, const std::string& source_name,
+                     const EnvLookup& env, Purpose purpose);
+
+/// Reads a whole file for `purpose`; load_config_file's contract.
+LoadResult load_file(const std::string& path, Purpose purpose);
+
 /// Walks one parsed document into a Config, recording every error instead of stopping.
 /// Single use; not thread-safe.
 class Loader {
  public:
-  explicit Loader(const EnvLookup& env) : env_(env) {}
+  explicit Loader(const EnvLookup& env, Purpose purpose = Purpose::kConnector)
+      : env_(env), purpose_(purpose) {}
 
   LoadResult load(const YAML::Node& root) {
     read_root(root);
@@ -360,8 +372,19 @@ class Loader {
   /// After every section: what poll mode refuses (row-change tables, message outboxes, globs,
   /// delivery exactly_once) and the poll columns every outbox table gets.
   void check_poll_mode();
+  /// `inbox:` (config/inbox.cpp).
+  void read_inbox(const YAML::Node& node, const std::string& path);
+  void read_inbox_handlers(const YAML::Node& node, const std::string& path);
+  void read_inbox_batch(const YAML::Node& node, const std::string& path);
+  /// One field's source, among `allowed` (errors list the allowed spellings).
+  std::optional<InboxField> inbox_field(const YAML::Node& node, const std::string& path,
+                                        std::initializer_list<InboxFieldSource> allowed);
+  /// A duration that may also be whole days (`30d`).
+  std::optional<std::chrono::milliseconds> long_duration(const YAML::Node& node,
+                                                         const std::string& path);
 
   const EnvLookup& env_;
+  Purpose purpose_;
   Config config_;
   std::vector<ConfigError> errors_;
   bool name_valid_ = false;

@@ -1,6 +1,7 @@
 #include "walrelay/kafka/consumer.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "client_config.hpp"
 #include "metadata.hpp"
@@ -98,8 +99,56 @@ std::optional<std::string_view> Message::header(std::string_view name) const {
 
 // ----------------------------------------------------------------------------------- consumer
 
+namespace {
+
+using RebalanceFn = std::function<void(Rebalance, const std::vector<PartitionOffset>&)>;
+
+// The on_rebalance of the consumer whose poll (or close) runs on this thread: librdkafka calls
+// the rebalance callback only from inside rd_kafka_consumer_poll and rd_kafka_consumer_close
+// (rdkafka.h, rd_kafka_conf_set_rebalance_cb), and the handle's opaque is its log name
+// (client_conf), so the callback finds its consumer here.
+thread_local const RebalanceFn* t_on_rebalance = nullptr;
+
+struct CallingRebalance {
+  explicit CallingRebalance(const RebalanceFn* fn) : saved(t_on_rebalance) { t_on_rebalance = fn; }
+  ~CallingRebalance() { t_on_rebalance = saved; }
+  CallingRebalance(const CallingRebalance&) = delete;
+  CallingRebalance& operator=(const CallingRebalance&) = delete;
+  const RebalanceFn* saved;
+};
+
+// rd_kafka_conf_set_rebalance_cb's callback (rdkafka.h's example rebalance_cb: assign on
+// ASSIGN_PARTITIONS, unassign on REVOKE_PARTITIONS, the incremental calls with the COOPERATIVE
+// protocol).
+void rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts,
+                  void* /*opaque: the log name*/) {
+  const RebalanceFn* on_rebalance = t_on_rebalance;
+  const bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    if (cooperative) {
+      if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, parts)) rd_kafka_error_destroy(e);
+    } else {
+      rd_kafka_assign(rk, parts);
+    }
+    rd_kafka_pause_partitions(rk, parts);
+    if (on_rebalance != nullptr) (*on_rebalance)(Rebalance::kAssigned, from_list(parts));
+  } else {
+    if (on_rebalance != nullptr) (*on_rebalance)(Rebalance::kRevoked, from_list(parts));
+    if (cooperative) {
+      if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, parts)) {
+        rd_kafka_error_destroy(e);
+      }
+    } else {
+      rd_kafka_assign(rk, nullptr);
+    }
+  }
+}
+
+}  // namespace
+
 struct Consumer::State {
   std::string log_name;  // the handle's opaque (client_conf): declared before the handle
+  std::function<void(Rebalance, const std::vector<PartitionOffset>&)> on_rebalance;
   detail::RkPtr rk;
   bool closed = false;
   ~State() {
@@ -127,6 +176,10 @@ std::expected<Consumer, Error> Consumer::create(const config::KafkaConfig& cfg,
   Error error;
   rd_kafka_conf_t* conf = detail::client_conf(cfg, props, &state->log_name, error);
   if (conf == nullptr) return std::unexpected(error);
+  if (options.on_rebalance) {
+    state->on_rebalance = options.on_rebalance;
+    rd_kafka_conf_set_rebalance_cb(conf, &rebalance_cb);
+  }
   char errstr[512];
   state->rk.reset(rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr));
   if (!state->rk) {
@@ -172,7 +225,28 @@ std::expected<void, Error> Consumer::seek(const std::vector<PartitionOffset>& of
   return {};
 }
 
+std::expected<void, Error> Consumer::pause(const std::vector<PartitionOffset>& partitions) {
+  ListPtr list = to_list(partitions);
+  if (const rd_kafka_resp_err_t err = rd_kafka_pause_partitions(state_->rk.get(), list.get());
+      err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return std::unexpected(Error::from_code(err));
+  }
+  if (Error e = partition_error(list.get()); !e.ok()) return std::unexpected(e);
+  return {};
+}
+
+std::expected<void, Error> Consumer::resume(const std::vector<PartitionOffset>& partitions) {
+  ListPtr list = to_list(partitions);
+  if (const rd_kafka_resp_err_t err = rd_kafka_resume_partitions(state_->rk.get(), list.get());
+      err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return std::unexpected(Error::from_code(err));
+  }
+  if (Error e = partition_error(list.get()); !e.ok()) return std::unexpected(e);
+  return {};
+}
+
 std::optional<Message> Consumer::poll(std::chrono::milliseconds timeout) {
+  const CallingRebalance calling(state_->on_rebalance ? &state_->on_rebalance : nullptr);
   rd_kafka_message_t* m = rd_kafka_consumer_poll(state_->rk.get(), ms(timeout));
   if (m == nullptr) return std::nullopt;
   return Message(m);
@@ -239,6 +313,10 @@ std::expected<void, Error> Consumer::commit(const std::vector<PartitionOffset>& 
   return result;
 }
 
+std::expected<void, Error> Consumer::commit_async(const std::vector<PartitionOffset>& offsets) {
+  return result_of(rd_kafka_commit(state_->rk.get(), to_list(offsets).get(), 1));
+}
+
 std::expected<std::vector<PartitionOffset>, Error> Consumer::committed(
     const std::vector<PartitionOffset>& partitions, std::chrono::milliseconds timeout) {
   ListPtr list = to_list(partitions);
@@ -254,6 +332,7 @@ std::expected<std::vector<PartitionOffset>, Error> Consumer::committed(
 void Consumer::close() {
   if (!state_ || !state_->rk || state_->closed) return;
   state_->closed = true;
+  const CallingRebalance calling(state_->on_rebalance ? &state_->on_rebalance : nullptr);
   rd_kafka_consumer_close(state_->rk.get());
 }
 

@@ -14,7 +14,11 @@
 #include "walrelay/commands/snapshot_command.hpp"
 #include "walrelay/commands/tail_command.hpp"
 #include "walrelay/config/config.hpp"
+#include "walrelay/config/inbox_load.hpp"
 #include "walrelay/connector/connector.hpp"
+#include "walrelay/inbox/inbox.hpp"
+#include "walrelay/inbox/redrive.hpp"
+#include "walrelay/inbox/status.hpp"
 #include "walrelay/reconcile/command.hpp"
 #include "walrelay/relay/check.hpp"
 #include "walrelay/relay/relay.hpp"
@@ -23,8 +27,10 @@
 namespace {
 
 // Loads the configuration or prints every error (key and reason) and returns nullopt.
-std::optional<walrelay::config::Config> load_or_report(const std::string& path) {
-  auto result = walrelay::config::load_config_file(path);
+std::optional<walrelay::config::Config> load_or_report(
+    const std::string& path, walrelay::config::LoadResult (*load)(const std::string&) =
+                                 &walrelay::config::load_config_file) {
+  auto result = load(path);
   if (!result.errors.empty()) {
     std::cerr << "walrelay: invalid configuration " << path << ":\n";
     for (const auto& e : result.errors) {
@@ -98,6 +104,27 @@ int main(int argc, char** argv) {
   reconcile->add_option("--since", reconcile_since, "only events at most this old (e.g. 24h)");
   reconcile->add_flag("--json", reconcile_options.json, "one JSON object with every break");
 
+  // `inbox` runs the consumer; `inbox status` reads its tables. Both take --config (given after
+  // the word it belongs to), so neither option is required by itself.
+  auto* inbox = app.add_subcommand(
+      "inbox", "consume Kafka into PostgreSQL, every event decided once (docs/inbox.md)");
+  inbox->add_option("-c,--config", config_path, "configuration file (YAML) with an inbox: section");
+  auto* inbox_status =
+      inbox->add_subcommand("status", "decisions counted, deferred and quarantined events");
+  inbox_status->add_option("-c,--config", config_path, "configuration file (YAML)");
+  bool inbox_status_json = false;
+  inbox_status->add_flag("--json", inbox_status_json, "one JSON object instead of a table");
+  auto* inbox_redrive = inbox->add_subcommand(
+      "redrive", "decide a quarantined or deferred event again (after a fix), audited");
+  inbox_redrive->add_option("-c,--config", config_path, "configuration file (YAML)");
+  std::vector<std::string> redrive_ids;
+  std::string redrive_tenant;
+  std::string redrive_actor;
+  inbox_redrive->add_option("--event-id", redrive_ids, "event id (repeatable)")->required();
+  inbox_redrive->add_option("--tenant", redrive_tenant, "the events' tenant (default \"\")");
+  inbox_redrive->add_option("--actor", redrive_actor,
+                            "who asks, for the audit row (default: the database user)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -122,6 +149,25 @@ int main(int argc, char** argv) {
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
   }
   spdlog::set_default_logger(logger);
+
+  if (*inbox) {
+    if (config_path.empty()) {
+      std::cerr << "walrelay inbox: --config is required\n";
+      return static_cast<int>(ExitCode::kConfigError);
+    }
+    auto inbox_cfg = load_or_report(config_path, &walrelay::config::load_inbox_config_file);
+    if (!inbox_cfg) return static_cast<int>(ExitCode::kConfigError);
+    spdlog::set_level(spdlog::level::from_str(inbox_cfg->log.level));
+    if (*inbox_redrive) {
+      return static_cast<int>(walrelay::inbox::run_inbox_redrive(
+          *inbox_cfg, redrive_ids, redrive_tenant, redrive_actor, std::cout, std::cerr));
+    }
+    if (*inbox_status) {
+      return static_cast<int>(
+          walrelay::inbox::run_inbox_status(*inbox_cfg, inbox_status_json, std::cout, std::cerr));
+    }
+    return static_cast<int>(walrelay::inbox::run_inbox(std::move(*inbox_cfg)));
+  }
 
   auto cfg = load_or_report(config_path);
   if (!cfg) return static_cast<int>(ExitCode::kConfigError);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "walrelay/config/inbox.hpp"
 #include "walrelay/config/reconcile.hpp"
 #include "walrelay/config/relay.hpp"
 
@@ -316,6 +317,7 @@ struct Config {
   ExactlyOnceConfig exactly_once;
   ReconcileConfig reconcile;  ///< `reconcile:` (walrelay reconcile; config/reconcile.hpp)
   RelayConfig relay;          ///< `relay:` (source.mode poll; config/relay.hpp)
+  InboxConfig inbox;          ///< `inbox:` (walrelay inbox; config/inbox.hpp)
 };
 
 /// One problem in a configuration file: the dotted key path (`tables[1].outbox.payload`) and

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -85,6 +86,12 @@ class Message {
   std::unique_ptr<rd_kafka_message_t, Deleter> m_;
 };
 
+/// What a group's rebalance did to this consumer's partitions (ConsumerOptions::on_rebalance).
+enum class Rebalance : std::uint8_t {
+  kAssigned,  ///< these partitions are now this consumer's (assigned, paused)
+  kRevoked,   ///< these partitions are no longer this consumer's (about to be unassigned)
+};
+
 /// How a consumer reads (librdkafka CONFIGURATION.md, consumer properties).
 struct ConsumerOptions {
   /// group.id: needed by librdkafka for rd_kafka_consumer_poll even with `assign` (without one it
@@ -105,6 +112,14 @@ struct ConsumerOptions {
   /// api.version*, metadata.*, client.id*). Always set: enable.auto.commit=false,
   /// allow.auto.create.topics=false, unless given here.
   std::map<std::string, std::string> properties;
+  /// With `subscribe`: called from inside `poll` (rd_kafka_conf_set_rebalance_cb) when the group
+  /// assigns or revokes partitions (their `offset` is meaningless). Assigned partitions are
+  /// assigned *paused* (rd_kafka_pause_partitions), so that nothing is fetched from them until the
+  /// owner has found where to start (e.g. from offsets it stores itself), `seek`s there and
+  /// `resume`s them; revoked ones are reported before they are unassigned. Both the eager and
+  /// the cooperative protocol (KIP-429, rd_kafka_incremental_assign) are followed. Empty: the
+  /// default (librdkafka assigns itself, from the group's committed offsets).
+  std::function<void(Rebalance, const std::vector<PartitionOffset>&)> on_rebalance;
 };
 
 /// A librdkafka KafkaConsumer (rd_kafka_new(RD_KAFKA_CONSUMER)) with walrelay's connection
@@ -135,6 +150,12 @@ class Consumer {
   std::expected<void, Error> seek(const std::vector<PartitionOffset>& offsets,
                                   std::chrono::milliseconds timeout);
 
+  /// Stops / restarts fetching from assigned `partitions` (rd_kafka_pause_partitions,
+  /// rd_kafka_resume_partitions; their `offset` is ignored): records already fetched from a paused
+  /// partition may still be returned. A per-partition failure is the error.
+  std::expected<void, Error> pause(const std::vector<PartitionOffset>& partitions);
+  std::expected<void, Error> resume(const std::vector<PartitionOffset>& partitions);
+
   /// The next record or event, waiting up to `timeout` (0: just look); nullopt when none came.
   std::optional<Message> poll(std::chrono::milliseconds timeout);
 
@@ -159,6 +180,11 @@ class Consumer {
   /// yet (the commit may still complete); a per-partition failure is the error.
   std::expected<void, Error> commit(const std::vector<PartitionOffset>& offsets,
                                     std::chrono::milliseconds timeout);
+  /// Commits `offsets` for the group without waiting (rd_kafka_commit with async=1): the
+  /// coordinator's answer is not reported (no offset_commit_cb is set). For a commit that is only
+  /// advisory (a lag monitor's view), not a position anything depends on. An error: the request
+  /// could not be queued (e.g. ERR__NO_OFFSET for an empty list).
+  std::expected<void, Error> commit_async(const std::vector<PartitionOffset>& offsets);
   /// The group's committed offsets of `partitions` (their `offset` is ignored), from its
   /// coordinator (rd_kafka_committed) within `timeout`; RD_KAFKA_OFFSET_INVALID (-1001) for a
   /// partition the group has committed nothing for.
