@@ -70,6 +70,9 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 # Run both suites even if the first fails, so one CI run reports everything.
 failed=0
+section "format check (scripts/format-check.sh: clang-format, .clang-format)"
+scripts/format-check.sh || failed=1
+
 section "tests: debug (unit, component, integration; the long variants run with: WALRELAY_LONG_TESTS=1 ctest -L long)"
 ctest --test-dir build/debug --output-on-failure --no-tests=error -j2 -LE long || failed=1
 
