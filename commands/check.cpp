@@ -6,10 +6,9 @@
 #include <set>
 
 #include "walrelay/catalog/catalog.hpp"
-#include "walrelay/connector/preflight.hpp"
 #include "walrelay/catalog/source_encoding.hpp"
-#include "walrelay/state/state_store.hpp"
 #include "walrelay/catalog/table_inventory.hpp"
+#include "walrelay/connector/preflight.hpp"
 #include "walrelay/kafka/producer.hpp"
 #include "walrelay/kafka/security.hpp"
 #include "walrelay/pg/async_connection.hpp"
@@ -18,6 +17,7 @@
 #include "walrelay/pg/replication_stream.hpp"
 #include "walrelay/pg/wire.hpp"
 #include "walrelay/router/event_router.hpp"
+#include "walrelay/state/state_store.hpp"
 
 namespace walrelay {
 

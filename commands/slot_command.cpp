@@ -4,13 +4,13 @@
 #include <cstdint>
 #include <map>
 
-#include "walrelay/state/state_store.hpp"
 #include "walrelay/core/json.hpp"
 #include "walrelay/pg/async_connection.hpp"
 #include "walrelay/pg/error.hpp"
 #include "walrelay/pg/notices.hpp"
 #include "walrelay/pg/replication_stream.hpp"
 #include "walrelay/pg/wire.hpp"
+#include "walrelay/state/state_store.hpp"
 
 namespace walrelay {
 

@@ -6,10 +6,10 @@
 #include <boost/asio/io_context.hpp>
 
 #include "walrelay/catalog/catalog.hpp"
-#include "walrelay/snapshot/table_query.hpp"
 #include "walrelay/catalog/table_inventory.hpp"
 #include "walrelay/pg/client_encoding.hpp"
 #include "walrelay/router/event_router.hpp"
+#include "walrelay/snapshot/table_query.hpp"
 
 namespace walrelay {
 

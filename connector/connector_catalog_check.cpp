@@ -4,8 +4,8 @@
 // unnoticed (shared/cases/CASE-05, CASE-06; issue "Hostile databases" items 1, 2, 6).
 #include <spdlog/spdlog.h>
 
-#include "walrelay/connector/connector.hpp"
 #include "walrelay/catalog/table_inventory.hpp"
+#include "walrelay/connector/connector.hpp"
 
 namespace walrelay {
 

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "walrelay/connector/connector.hpp"
 #include "walrelay/catalog/source_encoding.hpp"
+#include "walrelay/connector/connector.hpp"
 #include "walrelay/decoder/utf8.hpp"
 
 namespace walrelay {

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <utility>
 
-#include "walrelay/connector/connector.hpp"
 #include "walrelay/app/metrics/exposition.hpp"
+#include "walrelay/connector/connector.hpp"
 
 namespace walrelay {
 

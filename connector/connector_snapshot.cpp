@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include "walrelay/connector/connector.hpp"
-#include "walrelay/snapshot/signal.hpp"
 #include "walrelay/core/json.hpp"
+#include "walrelay/snapshot/signal.hpp"
 
 namespace walrelay {
 

@@ -6,9 +6,9 @@
 #include <map>
 #include <set>
 
+#include "walrelay/catalog/table_inventory.hpp"
 #include "walrelay/connector/connector.hpp"
 #include "walrelay/connector/preflight.hpp"
-#include "walrelay/catalog/table_inventory.hpp"
 #include "walrelay/decoder/plugin_options.hpp"
 
 namespace walrelay {

@@ -58,9 +58,12 @@ Record RecordBuffer::record() {
   for (std::size_t h = 0; h < header_names.size(); ++h) {
     headers.push_back(Header{header_names[h], header_values[h]});
   }
-  return Record{topic, has_key ? std::optional<std::string_view>(key) : std::nullopt,
+  return Record{topic,
+                has_key ? std::optional<std::string_view>(key) : std::nullopt,
                 has_value ? std::optional<std::string_view>(value) : std::nullopt,
-                std::span<const Header>(headers), timestamp_ms, op};
+                std::span<const Header>(headers),
+                timestamp_ms,
+                op};
 }
 
 std::expected<OutboxColumns, MappingError> OutboxRecordBuilder::locate(

@@ -32,8 +32,7 @@ TEST_F(SessionSetupTest, ASlotCreationWaitingOnATransactionLeavesLiveMetricsAndS
   Pg observer(env_.pg_conninfo);
   // The replication connection's application_name is walrelay-<name>; it waits on the holder's
   // transactionid lock (wait_event_type Lock).
-  const std::string waiting =
-      waiting_sessions_sql("walrelay-" + name_, "wait_event_type = 'Lock'");
+  const std::string waiting = waiting_sessions_sql("walrelay-" + name_, "wait_event_type = 'Lock'");
   ASSERT_TRUE(wait_for_waiting_session(observer, waiting, 30s))
       << "walrelay's slot creation never waited on the open transaction\n"
       << proc.logs();

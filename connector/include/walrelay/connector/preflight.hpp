@@ -9,9 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "walrelay/state/state_store.hpp"
-#include "walrelay/catalog/table_inventory.hpp"
 #include "walrelay/app/exit_code.hpp"
+#include "walrelay/catalog/table_inventory.hpp"
 #include "walrelay/config/config.hpp"
 #include "walrelay/pg/async_connection.hpp"
 #include "walrelay/pg/error.hpp"
@@ -19,6 +18,7 @@
 #include "walrelay/pg/replication_stream.hpp"
 #include "walrelay/pg/wire.hpp"
 #include "walrelay/router/event_router.hpp"
+#include "walrelay/state/state_store.hpp"
 
 namespace walrelay {
 

@@ -14,9 +14,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include "walrelay/snapshot/snapshot_figures.hpp"
-#include "walrelay/snapshot/snapshot_progress.hpp"
-#include "walrelay/snapshot/table_query.hpp"
 #include "walrelay/core/record.hpp"
 #include "walrelay/pg/async_connection.hpp"
 #include "walrelay/pg/error.hpp"
@@ -24,6 +21,9 @@
 #include "walrelay/pg/replication_stream.hpp"
 #include "walrelay/pg/wire.hpp"
 #include "walrelay/router/event_router.hpp"
+#include "walrelay/snapshot/snapshot_figures.hpp"
+#include "walrelay/snapshot/snapshot_progress.hpp"
+#include "walrelay/snapshot/table_query.hpp"
 
 namespace walrelay::snapshot {
 

@@ -12,10 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "walrelay/snapshot/snapshot_connection.hpp"
-#include "walrelay/snapshot/snapshot_figures.hpp"
-#include "walrelay/snapshot/snapshot_progress.hpp"
-#include "walrelay/snapshot/table_query.hpp"
 #include "walrelay/decoder/change.hpp"
 #include "walrelay/decoder/wal2json_value.hpp"
 #include "walrelay/router/event_router.hpp"
@@ -23,6 +19,10 @@
 #include "walrelay/sink/dead_letter.hpp"
 #include "walrelay/sink/publisher.hpp"
 #include "walrelay/sink/unit_tracker.hpp"
+#include "walrelay/snapshot/snapshot_connection.hpp"
+#include "walrelay/snapshot/snapshot_figures.hpp"
+#include "walrelay/snapshot/snapshot_progress.hpp"
+#include "walrelay/snapshot/table_query.hpp"
 
 namespace walrelay::snapshot {
 

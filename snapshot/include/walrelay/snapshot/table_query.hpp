@@ -8,11 +8,11 @@
 #include <string_view>
 #include <vector>
 
-#include "walrelay/snapshot/snapshot_progress.hpp"
 #include "walrelay/core/lsn.hpp"
 #include "walrelay/decoder/change.hpp"
 #include "walrelay/decoder/wal2json_value.hpp"
 #include "walrelay/router/table_schema.hpp"
+#include "walrelay/snapshot/snapshot_progress.hpp"
 
 namespace walrelay::snapshot {
 
