@@ -10,20 +10,6 @@ namespace walrelay::inbox::detail {
 
 namespace {
 
-// bytea's hex input format (PostgreSQL docs §8.4.1): \x and two hex digits a byte.
-std::optional<std::string> bytea_hex(const std::optional<std::string>& bytes) {
-  if (!bytes) return std::nullopt;
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out = "\\x";
-  out.reserve(2 + bytes->size() * 2);
-  for (const char c : *bytes) {
-    const auto b = static_cast<unsigned char>(c);
-    out += kDigits[b >> 4];
-    out += kDigits[b & 0xF];
-  }
-  return out;
-}
-
 std::optional<std::string> opt_int(const std::optional<std::int64_t>& v) {
   if (!v) return std::nullopt;
   return std::to_string(*v);

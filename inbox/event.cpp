@@ -47,16 +47,16 @@ std::optional<std::string> json_text_at(const std::string& document, const std::
 }  // namespace
 
 Event read_event(const kafka::Message& message, const config::InboxConfig& cfg) {
-  Event e;
-  e.topic = std::string(message.topic());
-  e.partition = message.partition();
-  e.offset = message.offset();
-  e.timestamp_ms = message.timestamp_ms();
-  if (auto k = message.key()) e.key = std::string(*k);
-  if (auto v = message.value()) e.value = std::string(*v);
+  Event raw;
+  raw.topic = std::string(message.topic());
+  raw.partition = message.partition();
+  raw.offset = message.offset();
+  raw.timestamp_ms = message.timestamp_ms();
+  if (auto k = message.key()) raw.key = std::string(*k);
+  if (auto v = message.value()) raw.value = std::string(*v);
 
   // Every header, the last value of a name winning (as Message::header reads them).
-  std::map<std::string, std::optional<std::string>> headers;
+  Headers headers;
   rd_kafka_headers_t* hdrs = nullptr;
   if (rd_kafka_message_headers(message.get(), &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
     const char* name = nullptr;
@@ -71,6 +71,34 @@ Event read_event(const kafka::Message& message, const config::InboxConfig& cfg) 
               : std::optional<std::string>(std::string(static_cast<const char*>(value), size));
     }
   }
+  return decode_event(std::move(raw), headers, cfg);
+}
+
+std::optional<Headers> headers_from_json(const std::string& headers_json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::object object;
+  if (parser.parse(headers_json).get(object) != simdjson::SUCCESS) return std::nullopt;
+  Headers headers;
+  for (const auto field : object) {
+    if (field.value.is_null()) {
+      headers[std::string(field.key)] = std::nullopt;
+    } else if (field.value.is_string()) {
+      headers[std::string(field.key)] = std::string(field.value.get_string().value());
+    } else {
+      return std::nullopt;
+    }
+  }
+  return headers;
+}
+
+Event decode_event(Event raw, const Headers& headers, const config::InboxConfig& cfg) {
+  Event e;
+  e.topic = std::move(raw.topic);
+  e.partition = raw.partition;
+  e.offset = raw.offset;
+  e.timestamp_ms = raw.timestamp_ms;
+  e.key = std::move(raw.key);
+  e.value = std::move(raw.value);
   e.headers_json = "{";
   for (const auto& [name, value] : headers) {
     if (e.headers_json.size() > 1) e.headers_json += ',';

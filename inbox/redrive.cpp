@@ -29,17 +29,54 @@ std::optional<std::string> opt(const std::string& s) {
   return s;
 }
 
+// The stored record of a quarantined or deferred event (its place in Kafka, key, value and
+// headers), decoded again by the arrival's own step (decode_event): a redrive decides exactly what
+// arrival would, with today's configuration.
+std::optional<Event> stored_record(const pg::AsyncConnection::Row& r, bool key_value_bytea,
+                                   const config::InboxConfig& cfg, std::string& why) {
+  Event raw;
+  raw.topic = r[0].value_or("");
+  raw.partition = static_cast<std::int32_t>(std::stol(r[1].value_or("0")));
+  raw.offset = std::stoll(r[2].value_or("0"));
+  // Never refused for its age: the operator asked.
+  raw.timestamp_ms = -1;
+  if (key_value_bytea) {
+    bool key_ok = false;
+    bool value_ok = false;
+    raw.key = detail::bytes_of_bytea_hex(r[3], key_ok);
+    raw.value = detail::bytes_of_bytea_hex(r[4], value_ok);
+    if (!key_ok || !value_ok) {
+      why = "its stored key or value is not bytea in the hex format";
+      return std::nullopt;
+    }
+  } else {
+    raw.key = r[3];
+    raw.value = r[4];
+  }
+  const auto headers = headers_from_json(r[5].value_or("{}"));
+  if (!headers) {
+    why = "its stored headers are not an object of strings";
+    return std::nullopt;
+  }
+  return decode_event(std::move(raw), *headers, cfg);
+}
+
 asio::awaitable<Outcome> redrive_one(pg::AsyncConnection& conn, asio::any_io_executor ex,
                                      const config::InboxConfig& cfg, std::string tenant,
                                      std::string id, std::string actor) {
   const std::string& s = cfg.schema;
   Outcome o;
-  // The latest quarantine row of the id, with the ledger's decision of it.
+  // The latest quarantine row of the id, with the ledger's decision of it and how many other
+  // quarantined records of the id differ from it.
   Answer a = co_await detail::query(
       conn, ex,
-      "SELECT q.id, q.digest, q.aggregate, q.version, q.event_type, q.topic, q.kafka_partition, "
-      "q.kafka_offset, convert_from(q.record_key, 'UTF8'), convert_from(q.payload, 'UTF8'), "
-      "coalesce(q.headers::text, '{}'), q.reason, l.decision, l.digest FROM " +
+      "SELECT q.topic, q.kafka_partition, q.kafka_offset, q.record_key, q.payload, "
+      "coalesce(q.headers::text, '{}'), q.reason, l.decision, l.digest, q.digest, "
+      "(SELECT string_agg(o.id::text || ' (digest ' || coalesce(o.digest, 'none') || ')', ', ' "
+      "ORDER BY o.id) FROM " +
+          s +
+          ".quarantine o WHERE o.tenant = q.tenant AND o.event_id = q.event_id "
+          "AND o.digest IS DISTINCT FROM q.digest) FROM " +
           s + ".quarantine q LEFT JOIN " + s +
           ".ledger l ON l.tenant = q.tenant AND l.event_id = q.event_id "
           "WHERE q.tenant = $1 AND q.event_id = $2 ORDER BY q.id DESC LIMIT 1",
@@ -48,61 +85,65 @@ asio::awaitable<Outcome> redrive_one(pg::AsyncConnection& conn, asio::any_io_exe
     o.line = id + ": cannot read its quarantine row: " + a.error.message;
     co_return o;
   }
-  Event e;
-  e.tenant = tenant;
-  e.id = id;
+  std::optional<Event> decoded;
   std::vector<std::pair<std::string, detail::Params>> prelude;
   std::string earlier;
+  std::string why;
   if (!a.rows->empty()) {
     const auto& r = a.rows->front();
-    if (r[12] && *r[12] != kQuarantined) {
-      o.line = id + ": refused: the id was already " + *r[12] + " with digest " +
-               r[13].value_or("?") + ", the quarantined record has digest " + r[1].value_or("?") +
+    if (r[7] && *r[7] != kQuarantined) {
+      o.line = id + ": refused: the id was already " + *r[7] + " with digest " +
+               r[8].value_or("?") + ", the quarantined record has digest " + r[9].value_or("?") +
                " (a conflict): compare both with the producer's record; redrive does not choose";
       co_return o;
     }
-    e.digest = r[1].value_or("");
-    e.aggregate = r[2];
-    if (r[3]) e.version = std::stoll(*r[3]);
-    e.event_type = r[4].value_or("");
-    e.topic = r[5].value_or("");
-    e.partition = static_cast<std::int32_t>(std::stol(r[6].value_or("0")));
-    e.offset = std::stoll(r[7].value_or("0"));
-    e.key = r[8];
-    e.value = r[9];
-    e.headers_json = r[10].value_or("{}");
-    earlier = "QUARANTINED: " + r[11].value_or("");
-    prelude.emplace_back("DELETE FROM " + s + ".quarantine WHERE id = $1", params(r[0]));
+    if (r[10]) {
+      o.line = id + ": refused: the id has quarantined records of other contents (" + s +
+               ".quarantine ids " + *r[10] + ", and the latest with digest " +
+               r[9].value_or("none") +
+               "): at most one of them is the event; remove the others from " + s +
+               ".quarantine, then redrive";
+      co_return o;
+    }
+    decoded = stored_record(r, true, cfg, why);
+    earlier = "QUARANTINED: " + r[6].value_or("");
+    // Every quarantined copy of the record goes: they have the same contents.
+    prelude.emplace_back("DELETE FROM " + s + ".quarantine WHERE tenant = $1 AND event_id = $2",
+                         params(tenant, id));
   } else {
-    a = co_await detail::query(
-        conn, ex,
-        "SELECT digest, aggregate, version, event_type, topic, kafka_partition, kafka_offset, "
-        "record_key, payload, headers::text, expected_version FROM " +
-            s + ".deferred WHERE tenant = $1 AND event_id = $2",
-        params(tenant, id));
+    a = co_await detail::query(conn, ex,
+                               "SELECT topic, kafka_partition, kafka_offset, record_key, payload, "
+                               "headers::text, expected_version FROM " +
+                                   s + ".deferred WHERE tenant = $1 AND event_id = $2",
+                               params(tenant, id));
     if (!a.ok() || a.rows->empty()) {
       o.line = id + ": no quarantined or deferred event with this id" +
                (tenant.empty() ? std::string() : " (tenant " + tenant + ")") +
-               (a.ok() ? std::string() : ": " + a.error.message);
+               (a.ok() ? std::string() : ": " + a.error.message) +
+               (tenant.empty() && cfg.tenant.source != config::InboxFieldSource::kNone
+                    ? " (inbox.tenant is set: name the event's tenant with --tenant)"
+                    : std::string());
       co_return o;
     }
     const auto& r = a.rows->front();
-    e.digest = r[0].value_or("");
-    e.aggregate = r[1];
-    e.version = std::stoll(r[2].value_or("0"));
-    e.event_type = r[3].value_or("");
-    e.topic = r[4].value_or("");
-    e.partition = static_cast<std::int32_t>(std::stol(r[5].value_or("0")));
-    e.offset = std::stoll(r[6].value_or("0"));
-    e.key = r[7];
-    e.value = r[8];
-    e.headers_json = r[9].value_or("{}");
-    earlier = "DEFERRED: waited for version " + r[10].value_or("?");
+    decoded = stored_record(r, false, cfg, why);
+    earlier = "DEFERRED: waited for version " + r[6].value_or("?");
     prelude.emplace_back("DELETE FROM " + s + ".deferred WHERE tenant = $1 AND event_id = $2",
                          params(tenant, id));
   }
-  // A redriven event is decided as it arrives, but never refused for its age: the operator asked.
-  e.timestamp_ms = -1;
+  if (!decoded) {
+    o.line = id + ": not decided again (nothing changed): " + why;
+    co_return o;
+  }
+  Event e = std::move(*decoded);
+  if (e.problem.empty() && (e.tenant != tenant || e.id != id)) {
+    // Today's configuration reads another id or tenant from the record: decided under those, the
+    // stored row would stay behind.
+    o.line = id + ": refused: under today's configuration the record is event " + e.id +
+             (e.tenant.empty() ? std::string() : " of tenant " + e.tenant) +
+             " (inbox.event_id or inbox.tenant changed since it was stored)";
+    co_return o;
+  }
   std::vector<std::pair<std::string, detail::Params>> first;
   first.emplace_back("INSERT INTO " + s +
                          ".audit (actor, action, tenant, event_id, detail) "

@@ -42,7 +42,11 @@ class Preflight : public std::enable_shared_from_this<Preflight> {
     conn_.query_params(
         "SELECT a.attname, a.atttypid, has_table_privilege(c.oid, 'SELECT'), "
         "has_table_privilege(c.oid, 'UPDATE'), (SELECT count(*) FROM pg_catalog.pg_index i "
-        "WHERE i.indrelid = c.oid AND i.indpred IS NOT NULL) FROM pg_catalog.pg_class c JOIN "
+        "WHERE i.indrelid = c.oid AND i.indpred IS NOT NULL), a.attnotnull, "
+        "format_type(a.atttypid, a.atttypmod), (SELECT string_agg('(' || "
+        "pg_catalog.pg_get_expr(k.conbin, k.conrelid) || ') IS NOT FALSE', ' AND ') FROM "
+        "pg_catalog.pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'c' AND k.conkey = "
+        "ARRAY[a.attnum]) FROM pg_catalog.pg_class c JOIN "
         "pg_catalog.pg_namespace n ON n.oid = c.relnamespace JOIN pg_catalog.pg_attribute a ON "
         "a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped WHERE n.nspname = $1 AND "
         "c.relname = $2 AND c.relkind IN ('r', 'p') ORDER BY a.attnum",
@@ -68,8 +72,17 @@ class Preflight : public std::enable_shared_from_this<Preflight> {
       return;
     }
     std::map<std::string, std::uint32_t> have;
+    std::set<std::string> nullable;
+    std::string status_type;
+    std::string status_checks;
     for (const auto& row : *r) {
-      if (row[0]) have.emplace(*row[0], to_u32(row[1]));
+      if (!row[0]) continue;
+      have.emplace(*row[0], to_u32(row[1]));
+      if (row[5] && *row[5] != "t") nullable.insert(*row[0]);
+      if (*row[0] == t.poll->status) {
+        status_type = row[6].value_or("text");
+        status_checks = row[7].value_or("");
+      }
     }
     const auto& front = r->front();
     const bool can_select = front[2] && *front[2] == "t";
@@ -95,6 +108,16 @@ class Preflight : public std::enable_shared_from_this<Preflight> {
     need("outbox.poll.sent_at", p.sent_at);
     need("outbox.poll.order_by", p.order_by);
     need("outbox.poll.last_error", p.last_error);
+    if (have.contains(p.order_by) && nullable.contains(p.order_by)) {
+      // The claim orders each key's rows by (order_by, event_id) and a NULL sorts last: a row
+      // whose order_by is NULL would be published after the key's later rows.
+      result_.problems.push_back(entry + ".outbox.poll.order_by: column " +
+                                 pg::quote_ident(p.order_by) + " of " + t.name() +
+                                 " may be NULL, and a row without it breaks its key's order "
+                                 "(ALTER TABLE " +
+                                 t.quoted() + " ALTER COLUMN " + pg::quote_ident(p.order_by) +
+                                 " SET NOT NULL)");
+    }
     if (!can_select || !can_update) {
       result_.problems.push_back(entry + ".name: the role may not " +
                                  std::string(!can_select ? "SELECT" : "UPDATE") + " " + t.name() +
@@ -118,9 +141,62 @@ class Preflight : public std::enable_shared_from_this<Preflight> {
       t.columns.emplace_back(c, it->second);
       if (types_.find(it->second) == nullptr) oids_.insert(std::to_string(it->second));
     }
+    const bool check_statuses = have.contains(p.status);
     result_.tables.push_back(std::move(t));
+    if (check_statuses) {
+      check_status(0, status_type, status_checks);
+      return;
+    }
     ++index_;
     next();
+  }
+
+  // Whether the status column holds each configured status, as the claim writes it: its type
+  // (an enum's labels, a domain's constraints, a varchar's length) and its single-column CHECK
+  // constraints (PostgreSQL docs §5.4.1), each evaluated on the value. A status it cannot hold
+  // would fail the statement that records it, and with it the batch's other rows, at every tick.
+  void check_status(std::size_t which, std::string type, std::string checks) {
+    const OutboxTable& t = result_.tables.back();
+    const config::OutboxPollConfig& p = *t.poll;
+    const std::vector<std::pair<const char*, const std::string*>> statuses = {
+        {"pending", &p.pending}, {"sent", &p.sent}, {"failed", &p.failed}};
+    if (which == statuses.size()) {
+      ++index_;
+      next();
+      return;
+    }
+    const auto [key, value] = statuses[which];
+    std::string sql = "SELECT (s." + pg::quote_ident(p.status) + ")::text = $1, " +
+                      (checks.empty() ? std::string("true") : checks) +
+                      " FROM (SELECT $1::" + type + " AS " + pg::quote_ident(p.status) + ") AS s";
+    conn_.query_params(
+        std::move(sql), {*value}, {},
+        [self = shared_from_this(), which, key, value, type,
+         checks](pg::AsyncConnection::Result r) mutable {
+          const OutboxTable& table = self->result_.tables.back();
+          const std::string problem = "tables[" + std::to_string(self->index_) +
+                                      "].outbox.poll.statuses." + key + ": column " +
+                                      pg::quote_ident(table.poll->status) + " of " + table.name() +
+                                      " (" + type + ") cannot hold " + pg::quote_literal(*value);
+          if (!r) {
+            const pg::Error e = self->conn_.last_error();
+            // Class 22 (data exception: an enum without the label, a value too long) and 23
+            // (a domain's CHECK) are the column's answer; anything else is a failed check.
+            if (e.sqlstate.starts_with("22") || e.sqlstate.starts_with("23")) {
+              self->result_.problems.push_back(problem + ": " +
+                                               (e.primary.empty() ? e.message : e.primary));
+            } else {
+              self->result_.error = e;
+              self->finish();
+              return;
+            }
+          } else if (r->size() != 1 || r->front().size() != 2 || r->front()[0] != "t") {
+            self->result_.problems.push_back(problem + " (it reads back as another text)");
+          } else if (r->front()[1] != "t") {
+            self->result_.problems.push_back(problem + ": a CHECK constraint refuses it");
+          }
+          self->check_status(which + 1, std::move(type), std::move(checks));
+        });
   }
 
   void resolve_types() {

@@ -397,7 +397,8 @@ void Relay::write_back(const BatchDecision& decision) {
   conn_.query_params(mark_sent_sql(t), {t.poll->sent, tid_array(tids)}, {},
                      [this, d](const pg::AsyncConnection::Result& r) {
                        if (!r) {
-                         fail_tick("marking rows sent failed: " + r.error(), true);
+                         fail_tick("marking rows sent failed: " + r.error(), true,
+                                   conn_.last_error().kind);
                          return;
                        }
                        sent_ += d->sent.size();
@@ -424,7 +425,8 @@ void Relay::write_failures(std::shared_ptr<BatchDecision> d, std::size_t next) {
   conn_.query_params(mark_failure_sql(t), std::move(params), {},
                      [this, d, next](const pg::AsyncConnection::Result& r) {
                        if (!r) {
-                         fail_tick("recording a failed row failed: " + r.error(), true);
+                         fail_tick("recording a failed row failed: " + r.error(), true,
+                                   conn_.last_error().kind);
                          return;
                        }
                        write_failures(d, next + 1);
@@ -444,10 +446,25 @@ void Relay::commit() {
   });
 }
 
-void Relay::fail_tick(const std::string& why, bool rollback) {
+void Relay::fail_tick(const std::string& why, bool rollback, pg::ErrorKind kind) {
   awaiting_reports_ = false;
   ack_timer_.cancel();
   rows_.clear();
+  if (kind == pg::ErrorKind::kStatement) {
+    // The table refuses what the relay writes (a constraint, a trigger, a changed column): every
+    // tick would publish the batch again and fail the same way. Stop instead; the rows stay
+    // pending and are published again (at least once) when the table is fixed.
+    spdlog::error(
+        "relay: {}; rolled back and stopping: the table refuses what the relay writes, and "
+        "retrying would publish the same rows again at every tick ({})",
+        why, "docs/relay.md \"Checks\"");
+    conn_.query("ROLLBACK", {}, [this](const pg::AsyncConnection::Result& r) {
+      if (!r) conn_.close();
+    });
+    in_tick_ = false;
+    finish(ExitCode::kRuntimeError);
+    return;
+  }
   const milliseconds min = cfg_.relay.backoff_min;
   backoff_ = backoff_.count() == 0 ? min : std::min(backoff_ * 2, cfg_.relay.backoff_max);
   spdlog::warn("relay: {}; rolled back, next tick in {} ms", why, backoff_.count());

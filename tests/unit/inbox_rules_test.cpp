@@ -24,6 +24,41 @@ TEST(InboxRules, PlaceholderCountIsTheHighestDollarNumberOutsideLiterals) {
   EXPECT_EQ(placeholder_count("select $12"), 12);
 }
 
+// The stored form of a record's headers (Event::headers_json) reads back to the same headers, and
+// decoding a stored record again gives what its arrival gave: redrive's decode step.
+TEST(InboxRules, AStoredRecordDecodesAgainAsItArrived) {
+  const config::InboxConfig cfg;
+  Event raw;
+  raw.topic = "outbox.event.payment";
+  raw.partition = 2;
+  raw.offset = 41;
+  raw.key = "inv-7";
+  raw.value = R"({"n":1})";
+  const Headers headers = {{"id", "e-1"},
+                           {"payload_digest", std::string(64, '0')},
+                           {"eventType", "PaymentFailed"},
+                           {"traceparent", std::nullopt},
+                           {"note", "quote \" and é"}};
+  const Event first = decode_event(raw, headers, cfg);
+  EXPECT_EQ(first.id, "e-1");
+  EXPECT_EQ(first.aggregate, "inv-7");
+  EXPECT_EQ(first.event_type, "PaymentFailed");
+  EXPECT_NE(first.problem.find("does not match"), std::string::npos) << first.problem;
+
+  const auto stored = headers_from_json(first.headers_json);
+  ASSERT_TRUE(stored.has_value()) << first.headers_json;
+  EXPECT_EQ(*stored, headers);
+  const Event again = decode_event(raw, *stored, cfg);
+  EXPECT_EQ(again.id, first.id);
+  EXPECT_EQ(again.digest, first.digest);
+  EXPECT_EQ(again.problem, first.problem);
+  EXPECT_EQ(again.headers_json, first.headers_json);
+
+  EXPECT_FALSE(headers_from_json("[]").has_value());
+  EXPECT_FALSE(headers_from_json(R"({"id":1})").has_value());
+  EXPECT_FALSE(headers_from_json("not json").has_value());
+}
+
 pg::Error server_error(std::string sqlstate) {
   pg::Error e;
   e.kind = pg::classify_sqlstate(sqlstate);

@@ -389,6 +389,40 @@ TEST_F(InboxTest, RedriveRefusesAConflict) {
   EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".audit"), 0);
 }
 
+// Redrive decides a stored record with the arrival's own decode step: a payload that does not
+// match its payload_digest header stays QUARANTINED (its effect never runs), and an id with two
+// quarantined records of other contents is refused, not settled by taking the latest.
+TEST_F(InboxTest, RedriveDecidesAsArrivalDoesAndRefusesTwoRecordsOfOneId) {
+  const std::string yaml = inbox_yaml("  handlers:\n" + counting_handler(topic_));
+  produce(env_.kafka_bootstrap, topic_,
+          {event("m-1", "k", R"({"n":1})", {{"payload_digest", sha256_hex(R"({"n":0})")}}),
+           event("t-1", "k", R"({"n":1})", {{"payload_digest", sha256_hex(R"({"n":0})")}}),
+           event("t-1", "k", R"({"n":2})", {{"payload_digest", sha256_hex(R"({"n":9})")}})});
+  WalrelayProcess proc(yaml, "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count("SELECT count(*) FROM " + inbox_schema_ + ".quarantine", 3))
+      << proc.logs();
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+
+  WalrelayProcess again(yaml, "redrive-m");
+  again.start({"inbox", "redrive", "--config", again.config_path().string(), "--event-id", "m-1"});
+  EXPECT_EQ(again.wait_exit(), 0) << again.logs();
+  EXPECT_NE(again.stdout_text().find("m-1: QUARANTINED again"), std::string::npos) << again.logs();
+  EXPECT_EQ(pg_->value(ledger_sql("decision") + " WHERE event_id = 'm-1'"), "QUARANTINED");
+  EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".quarantine WHERE event_id = 'm-1'"),
+            1);
+  EXPECT_EQ(count("SELECT count(*) FROM " + table("effects")), 0);
+
+  WalrelayProcess two(yaml, "redrive-t");
+  two.start({"inbox", "redrive", "--config", two.config_path().string(), "--event-id", "t-1"});
+  EXPECT_EQ(two.wait_exit(), 1) << two.logs();
+  EXPECT_NE(two.stderr_text().find("quarantined records of other contents"), std::string::npos)
+      << two.logs();
+  EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".quarantine WHERE event_id = 't-1'"),
+            2);
+  EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".audit WHERE event_id = 't-1'"), 0);
+}
+
 TEST_F(InboxTest, ABadConfigurationExits2NamingTheKey) {
   WalrelayProcess proc(inbox_yaml("  version: sometimes\n"), "inbox");
   start_inbox(proc);

@@ -273,6 +273,52 @@ TEST_F(RelayTest, MissingColumnAndRowChangeTableAreRefusedNamingTheKey) {
       << row_table.logs();
 }
 
+// A status column that cannot hold a configured status (a CHECK constraint, a varchar too short)
+// and an order_by column that may be NULL are refused before anything is claimed (exit 2, naming
+// the key): the first would fail every batch that records a failure, the second would break the
+// key's order.
+TEST_F(RelayTest, AStatusTheColumnCannotHoldAndANullableOrderByAreRefused) {
+  create_outbox("event_outbox");
+  pg_->exec("ALTER TABLE " + table("event_outbox") +
+            " ADD CONSTRAINT only_two CHECK (status IN ('pending', 'sent'))");
+  WalrelayProcess checked(poll_yaml({{table("event_outbox"), outbox_lines()}}), "relay-check");
+  checked.start();
+  EXPECT_EQ(checked.wait_exit(), 2) << checked.logs();
+  EXPECT_NE(checked.stderr_text().find("tables[0].outbox.poll.statuses.failed: column \"status\" "
+                                       "of " +
+                                       table("event_outbox") + " (text) cannot hold 'failed'"),
+            std::string::npos)
+      << checked.logs();
+  EXPECT_EQ(checked.stderr_text().find("statuses.pending"), std::string::npos) << checked.logs();
+
+  pg_->exec("ALTER TABLE " + table("event_outbox") + " DROP CONSTRAINT only_two");
+  pg_->exec("ALTER TABLE " + table("event_outbox") +
+            " ALTER COLUMN status TYPE varchar(4), ALTER COLUMN status SET DEFAULT 'sent'");
+  WalrelayProcess short_column(poll_yaml({{table("event_outbox"), outbox_lines()}}), "relay-short");
+  short_column.start({"check", "--config", short_column.config_path().string()});
+  EXPECT_EQ(short_column.wait_exit(), 2) << short_column.logs();
+  EXPECT_NE(short_column.logs().find("outbox.poll.statuses.pending: column \"status\""),
+            std::string::npos)
+      << short_column.logs();
+  EXPECT_NE(short_column.logs().find("outbox.poll.statuses.failed: column \"status\""),
+            std::string::npos)
+      << short_column.logs();
+
+  pg_->exec("ALTER TABLE " + table("event_outbox") +
+            " ALTER COLUMN status TYPE text, ADD COLUMN position bigint");
+  std::vector<std::string> lines = outbox_lines();
+  for (auto& line : lines) {
+    if (line == "  order_by: seq") line = "  order_by: position";
+  }
+  WalrelayProcess nullable(poll_yaml({{table("event_outbox"), lines}}), "relay-nullable");
+  nullable.start();
+  EXPECT_EQ(nullable.wait_exit(), 2) << nullable.logs();
+  EXPECT_NE(nullable.stderr_text().find("tables[0].outbox.poll.order_by: column \"position\" of " +
+                                        table("event_outbox") + " may be NULL"),
+            std::string::npos)
+      << nullable.logs();
+}
+
 // An ordinary role (no REPLICATION) drains the outbox once it may SELECT and UPDATE it; without
 // UPDATE, `check` and `run` refuse it naming the GRANT.
 TEST_F(RelayTest, AnOrdinaryRoleWithoutUpdateIsRefusedNamingTheGrant) {

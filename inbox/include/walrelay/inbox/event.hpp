@@ -6,6 +6,7 @@
 // (router/payload_digest.hpp).
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -36,6 +37,19 @@ struct Event {
   /// digest header that does not match the value, ...): it is QUARANTINED with this reason.
   std::string problem;
 };
+
+/// A record's headers by name: the last value of a repeated name (as kafka::Message::header
+/// reads them); nullopt for a header whose value is null.
+using Headers = std::map<std::string, std::optional<std::string>>;
+
+/// The event of the record `raw` (its topic, partition, offset, timestamp, key and value set;
+/// the rest ignored) with `headers`, under `cfg`: every rule of read_event below. The one decode
+/// step of arrival and of `walrelay inbox redrive` (which decides a stored record again).
+Event decode_event(Event raw, const Headers& headers, const config::InboxConfig& cfg);
+
+/// The headers of `headers_json`, the object Event::headers_json holds ({"name":"value"|null,…});
+/// nullopt when it is not such an object.
+std::optional<Headers> headers_from_json(const std::string& headers_json);
 
 /// The event of `message` (a record, not a consumer event) under `cfg`. Never fails: what cannot
 /// be read is `Event::problem`. The digest: the configured header when present; otherwise (or

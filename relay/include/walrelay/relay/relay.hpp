@@ -74,8 +74,11 @@ class Relay : public app::System {
   void write_failures(std::shared_ptr<BatchDecision> decision, std::size_t next);
   void commit();
   /// The tick failed (a server or connection error, a whole-batch Kafka failure): drops the
-  /// transaction and backs off.
-  void fail_tick(const std::string& why, bool rollback);
+  /// transaction and backs off. `kind` kStatement (the table refused a statement the relay
+  /// writes: a CHECK, a trigger, a changed column; pg/error.hpp) stops the relay instead
+  /// (ExitCode::kRuntimeError): retrying would publish the same batch again at every tick.
+  void fail_tick(const std::string& why, bool rollback,
+                 pg::ErrorKind kind = pg::ErrorKind::kTransient);
   void end_tick();
   void finish(ExitCode code);
 
