@@ -4,7 +4,7 @@
 # leak, sanitizer report, timeout or out-of-memory; the offending input is printed (hex) and kept.
 #
 # Usage: scripts/fuzz.sh [target...]      (default: decoder wire config)
-# Env:   WALRELAY_FUZZ_SECONDS   seconds per target (default 60)
+# Env:   WALRELAY_FUZZ_SECONDS   seconds per target (default 30)
 #        WALRELAY_FUZZ_SKIP_BUILD=1  use the existing build/fuzz
 # Reproduce a finding: build/fuzz/tests/fuzz/fuzz_<target> <crash file>
 set -euo pipefail
@@ -12,7 +12,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-seconds="${WALRELAY_FUZZ_SECONDS:-60}"
+seconds="${WALRELAY_FUZZ_SECONDS:-30}"
 targets=("$@")
 ((${#targets[@]})) || targets=(decoder wire config)
 

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # build toolchain
-  g++ cmake ninja-build pkg-config clang-format clang-tidy bc
+  g++ cmake ninja-build pkg-config clang-format clang-tidy bc ccache
   # fuzzing (scripts/fuzz.sh): clang 19 is the first whose __cpp_concepts lets libstdc++ 12 declare
   # std::expected; libclang-rt has libFuzzer and the sanitizer runtimes, llvm the symbolizer
   clang-19 libclang-rt-19-dev llvm-19

@@ -82,7 +82,7 @@ benchmarks/smoke.sh || failed=1
 section "tests: asan-ubsan (unit, component)"
 ctest --test-dir build/asan --output-on-failure --no-tests=error -L 'unit|component' || failed=1
 
-section "fuzzing (each target ${WALRELAY_FUZZ_SECONDS:-60}s, build/fuzz)"
+section "fuzzing (each target ${WALRELAY_FUZZ_SECONDS:-30}s, build/fuzz)"
 scripts/fuzz.sh || failed=1
 
 print_timings
