@@ -219,7 +219,7 @@ void Relay::claim_next_table() {
 
 void Relay::on_claimed(pg::AsyncConnection::Result result) {
   if (!result) {
-    fail_tick("the claim failed: " + result.error(), true);
+    fail_tick("the claim of " + tables_[table_].name() + " failed: " + result.error(), true);
     return;
   }
   if (result->empty()) {
