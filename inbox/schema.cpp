@@ -8,7 +8,8 @@ std::string schema_sql(std::string_view schema_name) {
   // payload and key as bytea: an undecodable event may not be UTF-8); the deferred event is
   // text, as the handler's parameters are.
   // client_min_messages for this transaction only: each IF NOT EXISTS of a schema that exists
-  // would send a NOTICE ("relation … already exists, skipping"), logged as a warning at every start.
+  // would send a NOTICE ("relation … already exists, skipping"), logged as a warning at every
+  // start.
   return "BEGIN;\n"
          "SET LOCAL client_min_messages = warning;\n"
          "SELECT pg_advisory_xact_lock(hashtext('walrelay.inbox.schema'), hashtext('" +
