@@ -245,7 +245,12 @@ boost::asio::awaitable<Failure> Decider::decide(const Event& e, Counts& counts, 
   }
 
   a = co_await apply(e);
-  if (!a.ok()) co_return co_await failed(a, "handler", true);
+  // Without handlers the effect is the events table's row (its payload jsonb): a value that is
+  // not JSON fails there (22P02) and is undecodable, not a handler's refusal.
+  if (!a.ok()) {
+    co_return co_await failed(a, cfg_.handlers.empty() ? "undecodable (events table)" : "handler",
+                              true);
+  }
   if (versioned) {
     a = co_await q("UPDATE " + s_ +
                        ".versions SET last_version = $3, updated_at = now() "

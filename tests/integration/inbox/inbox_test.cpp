@@ -120,6 +120,22 @@ TEST_F(InboxTest, APayloadDigestHeaderThatDoesNotMatchTheValueIsQuarantined) {
   EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
 }
 
+// Without handlers the effect is a row of the events table (payload jsonb): a value that is not
+// JSON is undecodable there, and its reason says so rather than blaming a handler.
+TEST_F(InboxTest, AValueThatIsNotJsonWithoutHandlersIsQuarantinedAsUndecodable) {
+  produce(env_.kafka_bootstrap, topic_, {event("j-1", "k", "not json"), event("j-2", "k", "{}")});
+  WalrelayProcess proc(inbox_yaml(""), "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count(ledger_sql("count(*)"), 2)) << proc.logs();
+  EXPECT_EQ(
+      pg_->value(ledger_sql("string_agg(event_id || ' ' || decision, ',' ORDER BY event_id)")),
+      "j-1 QUARANTINED,j-2 APPLIED");
+  EXPECT_TRUE(pg_->value("SELECT reason FROM " + inbox_schema_ + ".quarantine")
+                  .starts_with("undecodable (events table): "))
+      << pg_->value("SELECT reason FROM " + inbox_schema_ + ".quarantine");
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+}
+
 TEST_F(InboxTest, Version3Before2IsDeferredThenBothAppliedInOrder) {
   const std::string yaml =
       inbox_yaml("  version: header:version\n  handlers:\n" + counting_handler(topic_));
