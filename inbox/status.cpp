@@ -92,8 +92,10 @@ ExitCode run_inbox_status(const config::Config& cfg, bool json, std::ostream& ou
   if (read.error || read.results.size() != 4) {
     err << "walrelay inbox status: cannot read the inbox tables in schema " << s << ": "
         << (read.error ? read.error->message : std::string("no answer"))
-        << (read.error && read.error->is("42P01") ? " (has walrelay inbox run with this schema?)"
-                                                  : "")
+        << (read.error && read.error->is("42P01")
+                ? " (the tables are made by `walrelay inbox --config` at its first start: has it "
+                  "run with this inbox.schema?)"
+                : "")
         << "\n";
     return ExitCode::kRuntimeError;
   }
