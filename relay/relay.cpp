@@ -304,7 +304,6 @@ void Relay::publish_rows(const pg::AsyncConnection::Rows& rows) {
     if (pub.queued()) {
       row.outcome.state = RowState::kWaiting;
       ++waiting_;
-      ++published_;
       // A row that failed before is published alone on its key: its key's later rows wait
       // for it here instead of being published again with each of its tries.
       if (row.outcome.attempts > 0) stopped.insert(row.outcome.key);
@@ -346,7 +345,11 @@ void Relay::on_delivery(const kafka::DeliveryReport& report) {
   }
   RowOutcome& o = rows_[index].outcome;
   o.state = classify_delivery(report.err);
-  if (o.state != RowState::kAcked) o.reason = report.error().describe();
+  if (o.state == RowState::kAcked) {
+    ++published_;  // acknowledged by the broker: the exit summary's "published"
+  } else {
+    o.reason = report.error().describe();
+  }
   if (--waiting_ == 0) reports_done();
 }
 
