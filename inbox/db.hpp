@@ -35,52 +35,6 @@ Params params(A&&... items) {
   return p;
 }
 
-/// bytea's hex format (PostgreSQL docs §8.4.1, bytea_output hex): `\x` and two lower-case hex
-/// digits a byte; nullopt stays nullopt (SQL NULL).
-inline std::optional<std::string> bytea_hex(const std::optional<std::string>& bytes) {
-  if (!bytes) return std::nullopt;
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out = "\\x";
-  out.reserve(2 + bytes->size() * 2);
-  for (const char c : *bytes) {
-    const auto b = static_cast<unsigned char>(c);
-    out += kDigits[b >> 4];
-    out += kDigits[b & 0xF];
-  }
-  return out;
-}
-
-/// The bytes of a bytea value's text in the hex format (as bytea_hex writes it, or as the server
-/// prints it with bytea_output hex); nullopt stays nullopt. Returns false in `ok` for text that is
-/// not that format (then the result is nullopt).
-inline std::optional<std::string> bytes_of_bytea_hex(const std::optional<std::string>& text,
-                                                     bool& ok) {
-  ok = true;
-  if (!text) return std::nullopt;
-  const auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  if (text->size() < 2 || (*text)[0] != '\\' || (*text)[1] != 'x' || text->size() % 2 != 0) {
-    ok = false;
-    return std::nullopt;
-  }
-  std::string out;
-  out.reserve((text->size() - 2) / 2);
-  for (std::size_t i = 2; i < text->size(); i += 2) {
-    const int hi = digit((*text)[i]);
-    const int lo = digit((*text)[i + 1]);
-    if (hi < 0 || lo < 0) {
-      ok = false;
-      return std::nullopt;
-    }
-    out += static_cast<char>((hi << 4) | lo);
-  }
-  return out;
-}
-
 /// A query's answer: the rows, or the typed error (pg/error.hpp) when `rows` is empty.
 struct Answer {
   std::optional<pg::AsyncConnection::Rows> rows;

@@ -4,11 +4,18 @@
 
 #include <chrono>
 
+#include "walrelay/core/bytea.hpp"
 #include "walrelay/inbox/schema.hpp"
 
 namespace walrelay::inbox::detail {
 
 namespace {
+
+// bytea's hex input format (core/bytea.hpp); SQL NULL stays NULL.
+std::optional<std::string> bytea_hex(const std::optional<std::string>& bytes) {
+  if (!bytes) return std::nullopt;
+  return bytea::hex_text(*bytes);
+}
 
 std::optional<std::string> opt_int(const std::optional<std::int64_t>& v) {
   if (!v) return std::nullopt;

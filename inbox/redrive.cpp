@@ -9,6 +9,7 @@
 // clang-format on
 
 #include "decide.hpp"
+#include "walrelay/core/bytea.hpp"
 #include "walrelay/inbox/schema.hpp"
 
 namespace walrelay::inbox {
@@ -41,13 +42,14 @@ std::optional<Event> stored_record(const pg::AsyncConnection::Row& r, bool key_v
   // Never refused for its age: the operator asked.
   raw.timestamp_ms = -1;
   if (key_value_bytea) {
-    bool key_ok = false;
-    bool value_ok = false;
-    raw.key = detail::bytes_of_bytea_hex(r[3], key_ok);
-    raw.value = detail::bytes_of_bytea_hex(r[4], value_ok);
-    if (!key_ok || !value_ok) {
-      why = "its stored key or value is not bytea in the hex format";
-      return std::nullopt;
+    // As the server prints bytea (bytea_output hex): the stored bytes, exactly.
+    for (auto [cell, field] : {std::pair{&r[3], &raw.key}, std::pair{&r[4], &raw.value}}) {
+      if (!*cell) continue;
+      field->emplace();
+      if (!bytea::append_bytes(**field, **cell)) {
+        why = "its stored key or value is not bytea in the hex format";
+        return std::nullopt;
+      }
     }
   } else {
     raw.key = r[3];

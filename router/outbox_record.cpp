@@ -2,6 +2,7 @@
 
 #include "json_check.hpp"
 #include "router_helpers.hpp"
+#include "walrelay/core/bytea.hpp"
 #include "walrelay/core/headers.hpp"
 #include "walrelay/core/json.hpp"
 #include "walrelay/router/commit_timestamp.hpp"
@@ -13,31 +14,6 @@ using detail::append_text;
 using detail::find_column;
 using detail::is_valid_json;
 using detail::valid_topic_char;
-
-namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// bytea text with bytea_output=hex → the bytes. wal2json prints the hex digits without the
-// `\x` that byteaout puts in front; both forms are accepted.
-bool append_bytea(std::string& out, std::string_view text) {
-  if (text.size() >= 2 && text[0] == '\\' && text[1] == 'x') text.remove_prefix(2);
-  if (text.size() % 2 != 0) return false;
-  for (std::size_t i = 0; i < text.size(); i += 2) {
-    const int hi = hex_value(text[i]);
-    const int lo = hex_value(text[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out.push_back(static_cast<char>((hi << 4) | lo));
-  }
-  return true;
-}
-
-}  // namespace
 
 void RecordBuffer::clear() {
   topic.clear();
@@ -161,7 +137,7 @@ std::expected<void, MappingError> OutboxRecordBuilder::build(const config::Outbo
     const std::uint32_t type = types_.resolve_domain(p.type_oid);
     if (type == oid::kBytea) {
       scratch_.clear();
-      if (!json::unescape_string(p.value, scratch_) || !append_bytea(out.value, scratch_)) {
+      if (!json::unescape_string(p.value, scratch_) || !bytea::append_bytes(out.value, scratch_)) {
         return fail("malformed bytea payload");
       }
     } else if (json::is_string_token(p.value)) {
