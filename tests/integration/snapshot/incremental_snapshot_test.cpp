@@ -58,7 +58,7 @@ TEST_F(SnapshotTest,
        IncrementalSnapshotUnderConcurrentWritesEqualsTheTableWithoutLongTransactions) {
   constexpr std::size_t kRows = 4000;
   create_rows_table("hot", kRows);
-  auto cfg = make_config({{table("hot")}});  // mode never: nothing read at start
+  auto cfg = make_config({{table("hot")}});    // mode never: nothing read at start
   cfg.snapshot_lines = "  chunk_size: 100\n";  // 40 chunks: one slow chunk is a small share
   WalrelayProcess proc(cfg.to_yaml());
   start_streaming(proc, name_);
@@ -79,8 +79,8 @@ TEST_F(SnapshotTest,
   const bool done = wait_until(
       [&] {
         const std::string log = proc.stderr_text();
-        if (!read_from && log.find("incremental snapshot: reading " + table("hot")) !=
-                              std::string::npos) {
+        if (!read_from &&
+            log.find("incremental snapshot: reading " + table("hot")) != std::string::npos) {
           read_from = xid_now();
         }
         if (read_from && !read_to) {
