@@ -70,6 +70,31 @@ std::string mark_failure_sql(const OutboxTable& t) {
   return sql + " WHERE ctid = $3::tid";
 }
 
+std::string backlog_sql(const OutboxTable& t) {
+  const config::OutboxPollConfig& p = *t.poll;
+  const std::string status = col("o", p.status);
+  const std::string age = t.age_column.empty()
+                              ? std::string("NULL::bigint")
+                              : "floor(extract(epoch FROM now() - min(" + col("o", t.age_column) +
+                                    ") FILTER (WHERE " + status + " = $1)))::bigint";
+  return "SELECT " + col("o", t.outbox->aggregate_type) + "::text, count(*) FILTER (WHERE " +
+         status + " = $1), count(*) FILTER (WHERE " + status + " = $2), " + age + " FROM " +
+         t.quoted() + " o WHERE " + status + " IN ($1, $2) GROUP BY 1 ORDER BY 1";
+}
+
+std::string retention_sql(const OutboxTable& t, std::size_t limit) {
+  const config::OutboxPollConfig& p = *t.poll;
+  const auto old = [&](const std::string& alias) {
+    return col(alias, p.status) + " = $1 AND " + col(alias, p.sent_at) +
+           " < now() - make_interval(secs => $2::bigint / 1000.0)";
+  };
+  // The outer condition is evaluated again on the row the DELETE finds (PostgreSQL docs §13.2.1:
+  // READ COMMITTED re-checks an updated row), so only a row still sent and old goes.
+  return "WITH d AS (DELETE FROM " + t.quoted() + " o WHERE o.ctid IN (SELECT r.ctid FROM " +
+         t.quoted() + " r WHERE " + old("r") + " LIMIT " + std::to_string(limit) + ") AND " +
+         old("o") + " RETURNING 1) SELECT count(*) FROM d";
+}
+
 std::string tid_array(const std::vector<std::string>& tids) {
   std::string out = "{";
   for (std::size_t i = 0; i < tids.size(); ++i) {

@@ -56,8 +56,8 @@ struct RelayConfig {
   bool failed_blocks_key = true;
   /// `claim: lease` only (not built): the lease length. Default 30 s.
   std::chrono::milliseconds lease{30'000};
-  /// Delete `sent` rows older than this (0 = keep, the default). Parsed, not acted on yet: the
-  /// retention job is not built.
+  /// Delete `sent` rows older than this (their `sent_at`; 0 = keep, the default): the relay's
+  /// retention job, in batches of at most 1,000 rows per table (docs/relay.md "Retention").
   std::chrono::milliseconds retention{0};
 };
 
