@@ -62,11 +62,31 @@ std::string mark_failure_sql(const OutboxTable& t);
 /// partial index on `status <> sent` serves it).
 std::string backlog_sql(const OutboxTable& t);
 
+/// The oldest `limit` failed rows (`$1` the failed status): event id, aggregate type, aggregate
+/// id, attempts, last_error (NULL when not configured), age in whole seconds (NULL without
+/// `age_column`).
+std::string failed_rows_sql(const OutboxTable& t, std::size_t limit);
+
 /// The retention job's statement (docs/relay.md "Retention"): deletes at most `limit` rows whose
 /// status is `$1` (the sent status) and whose sent_at is older than `$2` milliseconds; returns one
 /// row, the number deleted. The status and age are checked again on the row deleted, so a row
 /// another session set back to pending meanwhile is not.
 std::string retention_sql(const OutboxTable& t, std::size_t limit);
+
+/// `walrelay outbox retry`'s lock of the rows it changes (in its transaction): the failed rows
+/// (`$1` the failed status), all of them, or with `by_id` those whose event id's text is in `$2`
+/// (a text[] literal). Columns: ctid, event id, attempts, last_error (NULL when not configured).
+std::string lock_failed_sql(const OutboxTable& t, bool by_id);
+
+/// Puts rows back: status `$1` (pending), attempts 0, last_error NULL (when configured), for the
+/// ctids of `$2` (a tid[] literal). Never touches another column.
+std::string retry_sql(const OutboxTable& t);
+
+/// The event id and status (as text) of the rows whose event id's text is in `$1` (text[]).
+std::string status_of_ids_sql(const OutboxTable& t);
+
+/// `{"a","b"}`: a text[] literal of the given strings (quotes and backslashes escaped).
+std::string text_array(const std::vector<std::string>& items);
 
 /// `{"(0,1)","(0,2)"}`: a tid[] literal of ctids as PostgreSQL prints them.
 std::string tid_array(const std::vector<std::string>& tids);
