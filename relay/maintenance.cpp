@@ -57,7 +57,9 @@ asio::awaitable<void> Relay::maintain() {
         now - sampled >= kMaintenanceInterval) {
       sampled = now;
       bool ok = true;
-      for (auto& entry : backlog_) entry.second = Backlog{};
+      // Every type seen before at 0, then this sample's figures; kept only when complete.
+      auto fresh = backlog_;
+      for (auto& entry : fresh) entry.second = Backlog{};
       for (const OutboxTable& t : tables_) {
         pg::coro::Answer a = co_await pg::coro::query(
             maint_, ex, backlog_sql(t), pg::coro::params(t.poll->pending, t.poll->failed));
@@ -68,13 +70,14 @@ asio::awaitable<void> Relay::maintain() {
           break;
         }
         for (const auto& row : *a.rows) {
-          Backlog& b = backlog_[{t.name(), row[0].value_or("")}];
+          Backlog& b = fresh[{t.name(), row[0].value_or("")}];
           b.pending += to_u64(row[1]);
           b.failed += to_u64(row[2]);
           if (row[3]) b.oldest_s = std::max<std::int64_t>(b.oldest_s, std::stoll(*row[3]));
         }
       }
       db_ok_ = ok;
+      if (ok) backlog_ = std::move(fresh);
     }
     if (cfg_.relay.retention.count() > 0) {
       for (const OutboxTable& t : tables_) {
