@@ -12,7 +12,6 @@ namespace loading {
 namespace {
 
 constexpr std::size_t kMaxBatchEvents = 100'000;
-constexpr std::size_t kMaxIdentifier = 63;  // NAMEDATALEN - 1
 constexpr std::size_t kMaxTopicName = 249;  // Kafka's topic name limit (Topic.MAX_NAME_LENGTH)
 
 constexpr std::string_view kHeaderPrefix = "header:";
@@ -32,13 +31,6 @@ std::string_view spelling(InboxFieldSource source) {
       return "value";
   }
   return "?";
-}
-
-bool is_plain_identifier(std::string_view name) {
-  if (name.empty() || name.size() > kMaxIdentifier) return false;
-  if (!(name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z'))) return false;
-  return std::ranges::all_of(
-      name, [](char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); });
 }
 
 }  // namespace

@@ -96,6 +96,9 @@ struct Field {
 };
 
 std::string join(const std::string& path, std::string_view key);
+/// A schema name walrelay writes unquoted (`inbox.schema`, `relay.schema`): [a-z_][a-z0-9_]*, at
+/// most 63 bytes (NAMEDATALEN - 1).
+bool is_plain_identifier(std::string_view name);
 
 /// How a node looks, for "expected X, got Y" messages.
 std::string describe(const YAML::Node& node);

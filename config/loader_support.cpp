@@ -2,6 +2,13 @@
 
 namespace walrelay::config::loading {
 
+bool is_plain_identifier(std::string_view name) {
+  if (name.empty() || name.size() > kMaxSlotName) return false;
+  if (!(name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z'))) return false;
+  return std::ranges::all_of(
+      name, [](char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); });
+}
+
 std::string join(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : path + "." + std::string(key);
 }

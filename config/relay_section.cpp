@@ -83,6 +83,19 @@ void Loader::read_relay(const YAML::Node& node, const std::string& path) {
          if (auto b = boolean(v, p)) relay.failed_blocks_key = *b;
        }},
       {"lease", period(relay.lease)},
+      {"schema",
+       [&](const YAML::Node& v, const std::string& p) {
+         auto s = scalar(v, p, "a schema name");
+         if (!s) return;
+         if (!is_plain_identifier(*s)) {
+           error(p,
+                 "expected a plain lower-case identifier ([a-z_][a-z0-9_]*, at most 63 "
+                 "bytes), got " +
+                     quoted(*s));
+           return;
+         }
+         relay.schema = std::move(*s);
+       }},
       {"retention",
        [&](const YAML::Node& v, const std::string& p) {
          // "0" keeps sent rows; `7d` is the seed article's figure, so days are read here too.

@@ -9,6 +9,7 @@
 // clang-format on
 
 #include "decide.hpp"
+#include "walrelay/app/audit.hpp"
 #include "walrelay/core/bytea.hpp"
 #include "walrelay/inbox/schema.hpp"
 
@@ -147,10 +148,8 @@ asio::awaitable<Outcome> redrive_one(pg::AsyncConnection& conn, asio::any_io_exe
     co_return o;
   }
   std::vector<std::pair<std::string, detail::Params>> first;
-  first.emplace_back("INSERT INTO " + s +
-                         ".audit (actor, action, tenant, event_id, detail) "
-                         "VALUES (coalesce($1, current_user), 'redrive', $2, $3, $4)",
-                     params(opt(actor), tenant, id, "was " + earlier));
+  first.emplace_back(app::audit_insert_sql(s),
+                     params(opt(actor), "redrive", tenant, id, "was " + earlier));
   first.emplace_back("DELETE FROM " + s +
                          ".ledger WHERE tenant = $1 AND event_id = $2 "
                          "AND decision IN ('QUARANTINED', 'DEFERRED')",

@@ -1,5 +1,7 @@
 #include "walrelay/inbox/schema.hpp"
 
+#include "walrelay/app/audit.hpp"
+
 namespace walrelay::inbox {
 
 std::string schema_sql(std::string_view schema_name) {
@@ -11,12 +13,8 @@ std::string schema_sql(std::string_view schema_name) {
   // would send a NOTICE ("relation … already exists, skipping"), logged as a warning at every
   // start.
   return "BEGIN;\n"
-         "SET LOCAL client_min_messages = warning;\n"
-         "SELECT pg_advisory_xact_lock(hashtext('walrelay.inbox.schema'), hashtext('" +
-         s +
-         "'));\n"
-         "CREATE SCHEMA IF NOT EXISTS " +
-         s +
+         "SET LOCAL client_min_messages = warning;\n" +
+         app::schema_lock_sql(s) + "CREATE SCHEMA IF NOT EXISTS " + s +
          ";\n"
          "CREATE TABLE IF NOT EXISTS " +
          s +
@@ -115,18 +113,8 @@ std::string schema_sql(std::string_view schema_name) {
          "  decision text NOT NULL DEFAULT 'APPLIED',\n"
          "  received_at timestamptz NOT NULL DEFAULT now(),\n"
          "  applied_at timestamptz NOT NULL DEFAULT now(),\n"
-         "  PRIMARY KEY (tenant, event_id));\n"
-         "CREATE TABLE IF NOT EXISTS " +
-         s +
-         ".audit (\n"
-         "  id bigserial PRIMARY KEY,\n"
-         "  at timestamptz NOT NULL DEFAULT now(),\n"
-         "  actor text NOT NULL DEFAULT current_user,\n"
-         "  action text NOT NULL,\n"
-         "  tenant text,\n"
-         "  event_id text,\n"
-         "  detail text);\n"
-         "COMMIT;\n";
+         "  PRIMARY KEY (tenant, event_id));\n" +
+         app::audit_table_sql(s) + "COMMIT;\n";
 }
 
 }  // namespace walrelay::inbox

@@ -38,7 +38,7 @@ ExitCode run_check(const config::Config& cfg, std::ostream& out) {
     out << "ok: " << t.name() << " (tables[" << t.config_index << "]): every configured column"
         << " is there; the role may SELECT and UPDATE it\n";
     out << "-- for " << t.name() << " (docs/relay.md \"Set-up\"):\n"
-        << setup_sql(t, cfg.relay.notify_channel);
+        << setup_sql(t, cfg.relay.notify_channel, cfg.relay.retention.count() > 0);
   }
   for (const std::string& w : result->warnings) out << "warning: " << w << "\n";
   auto brokers = kafka::probe_brokers(cfg.kafka, std::chrono::seconds(10));

@@ -70,6 +70,83 @@ std::string mark_failure_sql(const OutboxTable& t) {
   return sql + " WHERE ctid = $3::tid";
 }
 
+std::string backlog_sql(const OutboxTable& t) {
+  const config::OutboxPollConfig& p = *t.poll;
+  const std::string status = col("o", p.status);
+  const std::string age = t.age_column.empty()
+                              ? std::string("NULL::bigint")
+                              : "floor(extract(epoch FROM now() - min(" + col("o", t.age_column) +
+                                    ") FILTER (WHERE " + status + " = $1)))::bigint";
+  return "SELECT " + col("o", t.outbox->aggregate_type) + "::text, count(*) FILTER (WHERE " +
+         status + " = $1), count(*) FILTER (WHERE " + status + " = $2), " + age + " FROM " +
+         t.quoted() + " o WHERE " + status + " IN ($1, $2) GROUP BY 1 ORDER BY 1";
+}
+
+std::string failed_rows_sql(const OutboxTable& t, std::size_t limit) {
+  const config::OutboxPollConfig& p = *t.poll;
+  const config::OutboxConfig& ob = *t.outbox;
+  return "SELECT " + col("o", ob.event_id) + "::text, " + col("o", ob.aggregate_type) + "::text, " +
+         col("o", ob.aggregate_id) + "::text, " + col("o", p.attempts) + ", " +
+         (p.last_error.empty() ? std::string("NULL") : col("o", p.last_error) + "::text") + ", " +
+         (t.age_column.empty()
+              ? std::string("NULL::bigint")
+              : "floor(extract(epoch FROM now() - " + col("o", t.age_column) + "))::bigint") +
+         " FROM " + t.quoted() + " o WHERE " + col("o", p.status) + " = $1 ORDER BY " +
+         col("o", p.order_by) + ", " + col("o", ob.event_id) + " LIMIT " + std::to_string(limit);
+}
+
+std::string retention_sql(const OutboxTable& t, std::size_t limit) {
+  const config::OutboxPollConfig& p = *t.poll;
+  const auto old = [&](const std::string& alias) {
+    return col(alias, p.status) + " = $1 AND " + col(alias, p.sent_at) +
+           " < now() - make_interval(secs => $2::bigint / 1000.0)";
+  };
+  // The outer condition is evaluated again on the row the DELETE finds (PostgreSQL docs §13.2.1:
+  // READ COMMITTED re-checks an updated row), so only a row still sent and old goes.
+  return "WITH d AS (DELETE FROM " + t.quoted() + " o WHERE o.ctid IN (SELECT r.ctid FROM " +
+         t.quoted() + " r WHERE " + old("r") + " LIMIT " + std::to_string(limit) + ") AND " +
+         old("o") + " RETURNING 1) SELECT count(*) FROM d";
+}
+
+std::string lock_failed_sql(const OutboxTable& t, bool by_id) {
+  const config::OutboxPollConfig& p = *t.poll;
+  std::string sql =
+      "SELECT o.ctid, " + col("o", t.outbox->event_id) + "::text, " + col("o", p.attempts) + ", " +
+      (p.last_error.empty() ? std::string("NULL") : col("o", p.last_error) + "::text") + " FROM " +
+      t.quoted() + " o WHERE " + col("o", p.status) + " = $1";
+  if (by_id) sql += " AND " + col("o", t.outbox->event_id) + "::text = ANY($2::text[])";
+  return sql + " ORDER BY " + col("o", p.order_by) + ", " + col("o", t.outbox->event_id) +
+         " FOR UPDATE OF o";
+}
+
+std::string retry_sql(const OutboxTable& t) {
+  const config::OutboxPollConfig& p = *t.poll;
+  std::string sql = "UPDATE " + t.quoted() + " SET " + quote_ident(p.status) + " = $1, " +
+                    quote_ident(p.attempts) + " = 0";
+  if (!p.last_error.empty()) sql += ", " + quote_ident(p.last_error) + " = NULL";
+  return sql + " WHERE ctid = ANY($2::tid[])";
+}
+
+std::string status_of_ids_sql(const OutboxTable& t) {
+  return "SELECT " + col("o", t.outbox->event_id) + "::text, " + col("o", t.poll->status) +
+         "::text FROM " + t.quoted() + " o WHERE " + col("o", t.outbox->event_id) +
+         "::text = ANY($1::text[])";
+}
+
+std::string text_array(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ',';
+    out += '"';
+    for (char c : items[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
 std::string tid_array(const std::vector<std::string>& tids) {
   std::string out = "{";
   for (std::size_t i = 0; i < tids.size(); ++i) {

@@ -46,7 +46,7 @@ class Preflight : public std::enable_shared_from_this<Preflight> {
         "format_type(a.atttypid, a.atttypmod), (SELECT string_agg('(' || "
         "pg_catalog.pg_get_expr(k.conbin, k.conrelid) || ') IS NOT FALSE', ' AND ') FROM "
         "pg_catalog.pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'c' AND k.conkey = "
-        "ARRAY[a.attnum]) FROM pg_catalog.pg_class c JOIN "
+        "ARRAY[a.attnum]), has_table_privilege(c.oid, 'DELETE') FROM pg_catalog.pg_class c JOIN "
         "pg_catalog.pg_namespace n ON n.oid = c.relnamespace JOIN pg_catalog.pg_attribute a ON "
         "a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped WHERE n.nspname = $1 AND "
         "c.relname = $2 AND c.relkind IN ('r', 'p') ORDER BY a.attnum",
@@ -123,6 +123,11 @@ class Preflight : public std::enable_shared_from_this<Preflight> {
                                  std::string(!can_select ? "SELECT" : "UPDATE") + " " + t.name() +
                                  " (GRANT SELECT, UPDATE ON " + t.quoted() + " TO <role>)");
     }
+    if (cfg_.relay.retention.count() > 0 && !(front[8] && *front[8] == "t")) {
+      result_.problems.push_back("relay.retention: the role may not DELETE from " + t.name() +
+                                 ", which the retention job does (GRANT DELETE ON " + t.quoted() +
+                                 " TO <role>, or retention: 0)");
+    }
     if (!partial_index) {
       result_.warnings.push_back(t.name() +
                                  " has no partial index: every claim scans the sent rows too "
@@ -140,6 +145,15 @@ class Preflight : public std::enable_shared_from_this<Preflight> {
       if (c == ob.aggregate_id) t.key_column = t.columns.size();
       t.columns.emplace_back(c, it->second);
       if (types_.find(it->second) == nullptr) oids_.insert(std::to_string(it->second));
+    }
+    // Ages of pending rows (status, metrics): the record's timestamp column, else order_by when it
+    // holds a time (timestamptz 1184, timestamp 1114, date 1082: pg_type.dat).
+    if (ob.timestamp && have.contains(*ob.timestamp)) {
+      t.age_column = *ob.timestamp;
+    } else if (const auto it = have.find(p.order_by);
+               it != have.end() &&
+               (it->second == 1184 || it->second == 1114 || it->second == 1082)) {
+      t.age_column = p.order_by;
     }
     const bool check_statuses = have.contains(p.status);
     result_.tables.push_back(std::move(t));
@@ -254,7 +268,7 @@ void preflight(pg::AsyncConnection& conn, const config::Config& cfg, router::Typ
   std::make_shared<Preflight>(conn, cfg, types, std::move(done))->next();
 }
 
-std::string setup_sql(const OutboxTable& t, const std::string& channel) {
+std::string setup_sql(const OutboxTable& t, const std::string& channel, bool retention) {
   using pg::quote_ident;
   const config::OutboxPollConfig& p = *t.poll;
   const std::string pending = pg::quote_literal(p.pending);
@@ -266,6 +280,12 @@ std::string setup_sql(const OutboxTable& t, const std::string& channel) {
   sql += "CREATE INDEX IF NOT EXISTS " + quote_ident(base + "_pending_key") + " ON " + t.quoted() +
          " (" + quote_ident(t.outbox->aggregate_id) + ", " + quote_ident(p.order_by) + ") WHERE " +
          quote_ident(p.status) + " <> " + pg::quote_literal(p.sent) + ";\n";
+  if (retention) {
+    sql += "-- the retention job's scan (relay.retention: the oldest sent rows)\n";
+    sql += "CREATE INDEX IF NOT EXISTS " + quote_ident(base + "_sent_at") + " ON " + t.quoted() +
+           " (" + quote_ident(p.sent_at) + ") WHERE " + quote_ident(p.status) + " = " +
+           pg::quote_literal(p.sent) + ";\n";
+  }
   if (channel.empty()) return sql;
   const std::string fn = quote_ident(t.schema) + "." + quote_ident(base + "_notify");
   sql +=

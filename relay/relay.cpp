@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <charconv>
 #include <cstdlib>
@@ -57,7 +59,9 @@ Relay::Relay(asio::io_context& io, config::Config cfg)
       conn_(io.get_executor(), cfg_.source.conninfo, "walrelay-relay " + cfg_.name),
       listener_(io.get_executor(), cfg_.source.conninfo, "walrelay-relay-listen " + cfg_.name),
       tick_timer_(io),
-      ack_timer_(io) {
+      ack_timer_(io),
+      maint_(io.get_executor(), cfg_.source.conninfo, "walrelay-relay-maint " + cfg_.name),
+      maint_timer_(io) {
   conn_.set_startup_options(conninfo_options(cfg_.source.conninfo));
 }
 
@@ -101,6 +105,7 @@ void Relay::start(app::Lifecycle& life) {
   producer_->start();
   spdlog::info("relay {}: source.mode poll, claim {}, batch {}, {} table(s)", cfg_.name,
                config::to_string(cfg_.relay.claim), cfg_.relay.batch, cfg_.tables.size());
+  start_metrics();
   preflight_running_ = true;
   preflight(conn_, cfg_, types_, [this](PreflightResult r) { on_preflight(std::move(r)); });
 }
@@ -144,6 +149,8 @@ void Relay::on_preflight(PreflightResult result) {
     claim_sql_.push_back(claim_sql(t, cfg_.relay.batch, cfg_.relay.failed_blocks_key));
   }
   started_ = true;
+  db_ok_ = true;  // the preflight's queries were answered
+  asio::co_spawn(io_, maintain(), asio::detached);
   listen();
   schedule(milliseconds(0));
 }
@@ -186,6 +193,7 @@ void Relay::tick() {
     return;
   }
   in_tick_ = true;
+  ++ticks_;
   tick_again_ = false;
   full_batch_ = false;
   table_ = 0;
@@ -235,6 +243,7 @@ void Relay::on_claimed(pg::AsyncConnection::Result result) {
     return;
   }
   if (result->size() >= cfg_.relay.batch) full_batch_ = true;
+  ++batches_;
   publish_rows(*result);
 }
 
@@ -432,6 +441,7 @@ void Relay::write_failures(std::shared_ptr<BatchDecision> d, std::size_t next) {
                                    conn_.last_error().kind);
                          return;
                        }
+                       if (d->failures[next].failed) ++failed_;
                        write_failures(d, next + 1);
                      });
 }
@@ -453,6 +463,8 @@ void Relay::fail_tick(const std::string& why, bool rollback, pg::ErrorKind kind)
   awaiting_reports_ = false;
   ack_timer_.cancel();
   rows_.clear();
+  ++rollbacks_;
+  last_failure_ = why;
   if (kind == pg::ErrorKind::kStatement) {
     // The table refuses what the relay writes (a constraint, a trigger, a changed column): every
     // tick would publish the batch again and fail the same way. Stop instead; the rows stay
@@ -509,6 +521,7 @@ void Relay::stop(app::StopMode mode) {
   // pending and are published again by the next start.
   conn_.close();
   listener_.close();
+  maint_.close();
   finish(ExitCode::kOk);
 }
 
@@ -516,6 +529,8 @@ void Relay::finish(ExitCode code) {
   if (life_ == nullptr) return;
   tick_timer_.cancel();
   ack_timer_.cancel();
+  maint_timer_.cancel();
+  if (http_) http_->stop();
   spdlog::info("relay {}: {} record(s) published, {} row(s) marked sent", cfg_.name, published_,
                sent_);
   app::Lifecycle* life = life_;

@@ -21,6 +21,7 @@
 #include "walrelay/inbox/status.hpp"
 #include "walrelay/reconcile/command.hpp"
 #include "walrelay/relay/check.hpp"
+#include "walrelay/relay/outbox_command.hpp"
 #include "walrelay/relay/relay.hpp"
 #include "walrelay/snapshot/send_signal.hpp"
 
@@ -125,8 +126,33 @@ int main(int argc, char** argv) {
   inbox_redrive->add_option("--actor", redrive_actor,
                             "who asks, for the audit row (default: the database user)");
 
+  // `outbox status` and `outbox retry`: the polled outbox's health and its failed rows
+  // (source.mode poll, docs/relay.md).
+  auto* outbox = app.add_subcommand(
+      "outbox", "a polled outbox (source.mode poll): status, retry of failed rows (docs/relay.md)");
+  outbox->require_subcommand(1);
+  auto* outbox_status =
+      outbox->add_subcommand("status", "backlog and oldest pending age per type, failed rows");
+  outbox_status->add_option("-c,--config", config_path, "configuration file (YAML)")->required();
+  bool outbox_status_json = false;
+  outbox_status->add_flag("--json", outbox_status_json, "one JSON object instead of a table");
+  auto* outbox_retry = outbox->add_subcommand(
+      "retry", "put failed rows back to pending (attempts 0), audited, in one transaction");
+  outbox_retry->add_option("-c,--config", config_path, "configuration file (YAML)")->required();
+  walrelay::relay::RetryRequest retry_request;
+  auto* retry_ids = outbox_retry->add_option("--event-id", retry_request.event_ids,
+                                             "event id of a failed row (repeatable)");
+  auto* retry_all = outbox_retry->add_flag("--failed", retry_request.all_failed,
+                                           "every failed row of every configured table");
+  retry_ids->excludes(retry_all);
+  outbox_retry->add_option("--actor", retry_request.actor,
+                           "who asks, for the audit row (default: the OS user)");
+
   try {
     app.parse(argc, argv);
+    if (*outbox_retry && retry_request.event_ids.empty() && !retry_request.all_failed) {
+      throw CLI::RequiredError("--event-id or --failed");
+    }
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : static_cast<int>(ExitCode::kConfigError);
@@ -174,9 +200,23 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(cfg->log.level));
 
   const bool poll = cfg->source.mode == walrelay::config::SourceMode::kPoll;
+  if (*outbox) {
+    if (!poll) {
+      std::cerr << "walrelay outbox: " << config_path
+                << " has source.mode logical: outbox status and retry read the status columns of "
+                   "a polled outbox (source.mode: poll, docs/relay.md)\n";
+      return static_cast<int>(ExitCode::kConfigError);
+    }
+    if (*outbox_status) {
+      return static_cast<int>(
+          walrelay::relay::run_outbox_status(*cfg, outbox_status_json, std::cout, std::cerr));
+    }
+    return static_cast<int>(
+        walrelay::relay::run_outbox_retry(*cfg, retry_request, std::cout, std::cerr));
+  }
   if (poll && !*run && !*check) {
     // The other commands read the slot or its stream, which poll mode has none of.
-    std::cerr << "walrelay: source.mode poll (docs/relay.md) supports run and check only\n";
+    std::cerr << "walrelay: source.mode poll (docs/relay.md) supports run, check and outbox only\n";
     return static_cast<int>(ExitCode::kConfigError);
   }
   if (*reconcile) {

@@ -37,6 +37,7 @@ TEST(ConfigRelay, DefaultsInPollMode) {
   EXPECT_EQ(r.ack_timeout, 30s);
   EXPECT_TRUE(r.failed_blocks_key);
   EXPECT_EQ(r.retention, 0ms);
+  EXPECT_EQ(r.schema, "walrelay");
   // Every outbox table gets the poll columns' defaults.
   const auto& poll = config.tables.at(0).outbox->poll;
   ASSERT_TRUE(poll.has_value());
@@ -68,6 +69,7 @@ TEST(ConfigRelay, EveryKeyIsRead) {
   failed_blocks_key: false
   lease: 10s
   retention: 7d
+  schema: ops_relay
 )",
                                             R"(      poll:
         status: state
@@ -88,6 +90,7 @@ TEST(ConfigRelay, EveryKeyIsRead) {
   EXPECT_FALSE(r.failed_blocks_key);
   EXPECT_EQ(r.lease, 10s);
   EXPECT_EQ(r.retention, std::chrono::hours(24 * 7));
+  EXPECT_EQ(r.schema, "ops_relay");
   const OutboxPollConfig& poll = *config.tables.at(0).outbox->poll;
   EXPECT_EQ(poll.status, "state");
   EXPECT_EQ(poll.attempts, "tries");
@@ -121,6 +124,7 @@ TEST(ConfigRelay, BadValuesNameTheKey) {
                        "relay.failed_blocks_key"),
             "");
   EXPECT_NE(reason_for(load(poll_config("relay:\n  retention: forever\n")), "relay.retention"), "");
+  EXPECT_NE(reason_for(load(poll_config("relay:\n  schema: Ops\n")), "relay.schema"), "");
   EXPECT_NE(reason_for(load(poll_config("relay:\n  backoff: {mni: 1s}\n")), "relay.backoff.mni"),
             "");
   EXPECT_EQ(

@@ -48,5 +48,31 @@ TEST(RelaySql, MarkStatementsTakeTheirParameters) {
   EXPECT_EQ(tid_array({"(0,1)", "(3,12)"}), "{\"(0,1)\",\"(3,12)\"}");
 }
 
+// The retention job deletes a bounded number of sent rows and checks status and age again on the
+// row it deletes; the retry changes only status, attempts and last_error.
+TEST(RelaySql, RetentionAndRetryTouchOnlyWhatTheySay) {
+  Fixture f;
+  const std::string del = retention_sql(f.table, 1000);
+  EXPECT_NE(del.find("LIMIT 1000)"), std::string::npos) << del;
+  EXPECT_NE(del.find(") AND o.\"status\" = $1 AND o.\"sent_at\" < now() - "
+                     "make_interval(secs => $2::bigint / 1000.0) RETURNING 1"),
+            std::string::npos)
+      << del;
+  EXPECT_EQ(retry_sql(f.table),
+            "UPDATE \"public\".\"Event \"\"Outbox\"\"\" SET \"status\" = $1, \"attempts\" = 0 "
+            "WHERE ctid = ANY($2::tid[])");
+  f.poll.last_error = "why";
+  EXPECT_NE(retry_sql(f.table).find(", \"why\" = NULL WHERE"), std::string::npos);
+  EXPECT_EQ(lock_failed_sql(f.table, false).find("$2"), std::string::npos);
+  EXPECT_NE(lock_failed_sql(f.table, true).find("::text = ANY($2::text[])"), std::string::npos);
+  // Without a time column the backlog has no ages.
+  EXPECT_NE(backlog_sql(f.table).find("NULL::bigint"), std::string::npos);
+  f.table.age_column = "created_at";
+  EXPECT_NE(backlog_sql(f.table).find("min(o.\"created_at\") FILTER (WHERE o.\"status\" = $1)"),
+            std::string::npos)
+      << backlog_sql(f.table);
+  EXPECT_EQ(text_array({"a", "b\"c", "d\\e"}), "{\"a\",\"b\\\"c\",\"d\\\\e\"}");
+}
+
 }  // namespace
 }  // namespace walrelay::relay

@@ -50,7 +50,7 @@ std::string RelayTest::poll_yaml(const std::vector<TableEntry>& tables,
                                  const std::string& relay_lines) const {
   WalrelayConfig cfg = make_config(tables);
   cfg.conninfo += conninfo_suffix_;
-  cfg.metrics_listen = "";
+  cfg.metrics_listen = metrics_listen_;
   cfg.extra_yaml = "relay:\n  poll_interval: 100ms\n  notify_channel: \"" + channel_ +
                    "\"\n  backoff: {min: 100ms, max: 1s}\n" + relay_lines;
   if (relay_lines.find("ack_timeout") == std::string::npos) cfg.extra_yaml += "  ack_timeout: 5s\n";

@@ -27,7 +27,8 @@ class RelayTest : public IntegrationTest {
   [[nodiscard]] std::string topic_for(const std::string& type) const { return name_ + "." + type; }
 
   /// A poll-mode configuration of the tables, with `relay_lines` under `relay:` (each indented by
-  /// two already) after the test defaults (poll 100 ms, back-off 100 ms..1 s, ack 5 s).
+  /// two already) after the test defaults (poll 100 ms, back-off 100 ms..1 s, ack 5 s), and
+  /// `metrics_listen_`.
   [[nodiscard]] std::string poll_yaml(const std::vector<TableEntry>& tables,
                                       const std::string& relay_lines = "") const;
 
@@ -43,6 +44,7 @@ class RelayTest : public IntegrationTest {
                     std::chrono::milliseconds timeout = kDefaultTimeout);
 
   std::string channel_;          ///< this test's notify channel
+  std::string metrics_listen_;   ///< metrics.listen of poll_yaml ("" = off; 127.0.0.1:0 = any)
   std::string conninfo_suffix_;  ///< appended to source.conninfo by poll_yaml (e.g. " user=x")
 };
 

@@ -56,9 +56,13 @@ struct RelayConfig {
   bool failed_blocks_key = true;
   /// `claim: lease` only (not built): the lease length. Default 30 s.
   std::chrono::milliseconds lease{30'000};
-  /// Delete `sent` rows older than this (0 = keep, the default). Parsed, not acted on yet: the
-  /// retention job is not built.
+  /// Delete `sent` rows older than this (their `sent_at`; 0 = keep, the default): the relay's
+  /// retention job, in batches of at most 1,000 rows per table (docs/relay.md "Retention").
   std::chrono::milliseconds retention{0};
+  /// PostgreSQL schema of walrelay's own tables (`audit`, written by `walrelay outbox retry`;
+  /// the inbox's `inbox.schema` default is the same). A plain identifier: [a-z_][a-z0-9_]*, at
+  /// most 63 bytes. Created when first needed.
+  std::string schema = "walrelay";
 };
 
 /// `tables[].outbox.poll`: the columns (and status values) polling reads and writes, besides the

@@ -24,6 +24,9 @@ struct OutboxTable {
   /// (pg_attribute.atttypid). Filled by the preflight.
   std::vector<std::pair<std::string, std::uint32_t>> columns;
   std::size_t key_column = 0;  ///< index in `columns` of the aggregate id
+  /// The column a pending row's age is read from (`outbox.timestamp` when configured, else
+  /// `poll.order_by` when it is a timestamp or date); "" = none (no ages). Filled by the preflight.
+  std::string age_column;
 
   /// `schema.table` as written in logs and messages.
   [[nodiscard]] std::string name() const { return schema + "." + table; }
@@ -51,6 +54,39 @@ std::string mark_sent_sql(const OutboxTable& t);
 /// the row's ctid, and `$4` the reason into last_error (only when that column is configured: the
 /// statement has no `$4` otherwise).
 std::string mark_failure_sql(const OutboxTable& t);
+
+/// The backlog per aggregate type (docs/relay.md "Status"): `$1` the pending status, `$2` the
+/// failed one. One row per aggregate type (its text; NULL for a NULL type) with a pending or
+/// failed row: type, pending rows, failed rows, the oldest pending row's age in whole seconds
+/// (NULL without `age_column` or without pending rows). Reads only pending and failed rows (the
+/// partial index on `status <> sent` serves it).
+std::string backlog_sql(const OutboxTable& t);
+
+/// The oldest `limit` failed rows (`$1` the failed status): event id, aggregate type, aggregate
+/// id, attempts, last_error (NULL when not configured), age in whole seconds (NULL without
+/// `age_column`).
+std::string failed_rows_sql(const OutboxTable& t, std::size_t limit);
+
+/// The retention job's statement (docs/relay.md "Retention"): deletes at most `limit` rows whose
+/// status is `$1` (the sent status) and whose sent_at is older than `$2` milliseconds; returns one
+/// row, the number deleted. The status and age are checked again on the row deleted, so a row
+/// another session set back to pending meanwhile is not.
+std::string retention_sql(const OutboxTable& t, std::size_t limit);
+
+/// `walrelay outbox retry`'s lock of the rows it changes (in its transaction): the failed rows
+/// (`$1` the failed status), all of them, or with `by_id` those whose event id's text is in `$2`
+/// (a text[] literal). Columns: ctid, event id, attempts, last_error (NULL when not configured).
+std::string lock_failed_sql(const OutboxTable& t, bool by_id);
+
+/// Puts rows back: status `$1` (pending), attempts 0, last_error NULL (when configured), for the
+/// ctids of `$2` (a tid[] literal). Never touches another column.
+std::string retry_sql(const OutboxTable& t);
+
+/// The event id and status (as text) of the rows whose event id's text is in `$1` (text[]).
+std::string status_of_ids_sql(const OutboxTable& t);
+
+/// `{"a","b"}`: a text[] literal of the given strings (quotes and backslashes escaped).
+std::string text_array(const std::vector<std::string>& items);
 
 /// `{"(0,1)","(0,2)"}`: a tid[] literal of ctids as PostgreSQL prints them.
 std::string tid_array(const std::vector<std::string>& tids);

@@ -38,7 +38,9 @@ void preflight(pg::AsyncConnection& conn, const config::Config& cfg, router::Typ
                std::function<void(PreflightResult)> done);
 
 /// The SQL a user runs for a table (docs/relay.md "Set-up"): the partial indexes on pending rows
-/// the claim uses and the trigger that NOTIFYs `channel` on each insert ("" = no trigger).
-std::string setup_sql(const OutboxTable& t, const std::string& channel);
+/// the claim uses, with `retention` (relay.retention set) the partial index on sent rows' sent_at
+/// the retention job uses, and the trigger that NOTIFYs `channel` on each insert ("" = no
+/// trigger).
+std::string setup_sql(const OutboxTable& t, const std::string& channel, bool retention = false);
 
 }  // namespace walrelay::relay

@@ -21,17 +21,30 @@
 // only here, makes the process exit (code 86, no clean-up) once Kafka acknowledged that event and
 // before the claim transaction COMMITs: what a crash at the worst moment does.
 //
+// Beside the ticks, on a session of its own (so that neither waits for the other): every
+// kMaintenanceInterval the backlog gauges of /metrics (backlog_sql) and, with relay.retention,
+// one retention statement per table (retention_sql, at most kRetentionRows rows; again after
+// kRetentionCatchUp while a statement deletes that many). /metrics, /live and /ready on
+// metrics.listen (app/metrics/'s server on this io_context; docs/relay.md "Metrics and health").
+//
 // Owned by main; every call on the io_context's thread.
 
+// <utility> first: Boost 1.74's awaitable.hpp uses std::exchange without including it.
+#include <utility>
+// clang-format off
+#include <boost/asio/awaitable.hpp>
+// clang-format on
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "walrelay/app/metrics/http_server.hpp"
 #include "walrelay/app/supervisor.hpp"
 #include "walrelay/config/config.hpp"
 #include "walrelay/kafka/producer.hpp"
@@ -47,6 +60,13 @@ namespace walrelay::relay {
 
 class Relay : public app::System {
  public:
+  /// The backlog gauges' and the retention job's period.
+  static constexpr std::chrono::seconds kMaintenanceInterval{5};
+  /// Rows one retention statement deletes at most (per table).
+  static constexpr std::size_t kRetentionRows = 1000;
+  /// The retention job's next statement while the last one deleted kRetentionRows (catching up).
+  static constexpr std::chrono::seconds kRetentionCatchUp{1};
+
   /// `cfg` must be a poll-mode configuration (the loader's rules passed).
   Relay(boost::asio::io_context& io, config::Config cfg);
   ~Relay() override;
@@ -82,6 +102,13 @@ class Relay : public app::System {
   void end_tick();
   void finish(ExitCode code);
 
+  // relay/maintenance.cpp: the backlog gauges, the retention job, /metrics and /ready.
+  void start_metrics();
+  boost::asio::awaitable<void> maintain();
+  [[nodiscard]] std::string not_ready_reason() const;
+  metrics::Response serve(const std::string& target);
+  [[nodiscard]] std::string metrics_text() const;
+
   boost::asio::io_context& io_;
   config::Config cfg_;
   app::Lifecycle* life_ = nullptr;
@@ -114,6 +141,25 @@ class Relay : public app::System {
   std::string crash_after_ack_;                          ///< the test seam's event id ("" = off)
   std::uint64_t published_ = 0;
   std::uint64_t sent_ = 0;
+
+  // Metrics (relay/maintenance.cpp).
+  struct Backlog {
+    std::uint64_t pending = 0;
+    std::uint64_t failed = 0;
+    std::int64_t oldest_s = 0;  ///< the oldest pending row's age (0: none, or no age column)
+  };
+  pg::AsyncConnection maint_;  ///< the backlog gauges and the retention job
+  boost::asio::steady_timer maint_timer_;
+  std::unique_ptr<metrics::HttpServer> http_;
+  /// Per (table, aggregate type) at the last sample; a type seen once stays (at 0).
+  std::map<std::pair<std::string, std::string>, Backlog> backlog_;
+  bool db_ok_ = false;           ///< the last maintenance statement reached the database
+  std::string last_failure_;     ///< why the last tick failed (while backing off)
+  std::uint64_t ticks_ = 0;      ///< ticks run
+  std::uint64_t batches_ = 0;    ///< claims that returned rows
+  std::uint64_t failed_ = 0;     ///< rows marked failed
+  std::uint64_t rollbacks_ = 0;  ///< ticks that failed (rolled back, backed off)
+  std::uint64_t retention_deleted_ = 0;
 };
 
 }  // namespace walrelay::relay
