@@ -13,9 +13,11 @@
 #include "topic_reader.hpp"
 #include "walrelay/kafka/security.hpp"
 #include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/reconcile/break_ages.hpp"
 #include "walrelay/reconcile/buckets.hpp"
 #include "walrelay/reconcile/classify.hpp"
 #include "walrelay/reconcile/report.hpp"
+#include "walrelay/state/state_store.hpp"
 
 namespace walrelay::reconcile {
 
@@ -344,6 +346,22 @@ std::expected<Report, Failure> reconcile(const config::Config& cfg, const Option
   return report;
 }
 
+/// Sets the breaks' first-seen times from the break-age file and writes it back.
+void keep_break_ages(const config::Config& cfg, Report& report) {
+  const std::string dir =
+      cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir;
+  const std::string path = break_ages_path(dir, cfg.source.slot);
+  auto ages = load_break_ages(path);
+  if (!ages) {
+    spdlog::warn("reconcile: {} (source.state_dir): break ages count from this run", ages.error());
+    ages.emplace();
+  }
+  apply_break_ages(report, *ages);
+  if (auto saved = save_break_ages(dir, path, *ages); !saved) {
+    spdlog::warn("reconcile: cannot keep the break ages (source.state_dir): {}", saved.error());
+  }
+}
+
 }  // namespace
 
 ExitCode run(const config::Config& cfg, const Options& options, std::ostream& out) {
@@ -352,6 +370,7 @@ ExitCode run(const config::Config& cfg, const Options& options, std::ostream& ou
     spdlog::error("reconcile: {}", report.error().message);
     return report.error().code;
   }
+  keep_break_ages(cfg, *report);
   if (options.json) {
     write_json(out, *report);
   } else {

@@ -1,5 +1,6 @@
 #include "walrelay/reconcile/report.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -25,6 +26,12 @@ bool Report::has_breaks() const {
     if (!t.found.breaks.empty()) return true;
   }
   return false;
+}
+
+std::int64_t break_age_ms(const Break& b, std::int64_t now_ms) {
+  const std::int64_t from = b.first_seen_ms >= 0 ? b.first_seen_ms : b.since_ms;
+  if (from < 0) return -1;
+  return now_ms > from ? now_ms - from : 0;
 }
 
 std::string format_age(std::int64_t ms) {
@@ -66,13 +73,13 @@ void write_summary(std::ostream& out, const Report& report) {
   for (const auto& t : report.tables) {
     for (const BreakClass cls : kBreakClasses) {
       std::uint64_t count = 0;
-      std::int64_t oldest = -1;
+      std::int64_t oldest = -1;  // the largest age
       std::string examples;
       std::size_t shown = 0;
       for (const auto& b : t.found.breaks) {
         if (b.cls != cls) continue;
         ++count;
-        if (b.since_ms >= 0 && (oldest < 0 || b.since_ms < oldest)) oldest = b.since_ms;
+        oldest = std::max(oldest, break_age_ms(b, report.now_ms));
         if (shown < kExamples) {
           examples += (shown > 0 ? ", " : "") + b.id;
           ++shown;
@@ -82,8 +89,7 @@ void write_summary(std::ostream& out, const Report& report) {
       any = true;
       if (count > shown) examples += ", …";
       out << pad(t.table, 32) << " " << pad(std::string(to_string(cls)), 10) << " "
-          << pad(std::to_string(count), 8) << " "
-          << pad(format_age(oldest < 0 ? -1 : report.now_ms - oldest), 8) << " " << examples
+          << pad(std::to_string(count), 8) << " " << pad(format_age(oldest), 8) << " " << examples
           << "\n";
     }
     if (t.found.duplicates > 0) {
@@ -134,12 +140,11 @@ void write_json(std::ostream& out, const Report& report) {
       json::append_string(s, to_string(b.cls));
       s += ",\"id\":";
       json::append_string(s, b.id);
-      if (b.since_ms >= 0) {
-        s += ",\"since_ms\":" + std::to_string(b.since_ms);
-        s += ",\"age_s\":" + std::to_string((report.now_ms - b.since_ms) / 1000);
-      } else {
-        s += ",\"since_ms\":null,\"age_s\":null";
-      }
+      s += ",\"since_ms\":" + (b.since_ms >= 0 ? std::to_string(b.since_ms) : "null");
+      const std::int64_t age = break_age_ms(b, report.now_ms);
+      s += ",\"age_s\":" + (age >= 0 ? std::to_string(age / 1000) : "null");
+      s +=
+          ",\"first_seen_ms\":" + (b.first_seen_ms >= 0 ? std::to_string(b.first_seen_ms) : "null");
       s += ",\"detail\":";
       json::append_string(s, b.detail);
       s += '}';

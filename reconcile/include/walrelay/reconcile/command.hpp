@@ -34,10 +34,11 @@ struct Options {
 };
 
 /// Runs one reconciliation and writes the report to `out` (progress and errors go to the log).
-/// Returns kOk (0) when there is no break, kBreaksFound (1) when there are, kConfigError (2) for
-/// a bad option or configuration (the message names the key or option), kKafkaAuthFailed (7),
-/// or kReadFailed (9) when a side could not be read (PostgreSQL or Kafka: no answer, refused,
-/// the slot missing).
+/// Every run keeps the open breaks' first-seen times in `<source.state_dir>/<slot>.reconcile`
+/// (break_ages.hpp). Returns kOk (0) when there is no break, kBreaksFound (1) when there are,
+/// kConfigError (2) for a bad option or configuration (the message names the key or option),
+/// kKafkaAuthFailed (7), or kReadFailed (9) when a side could not be read (PostgreSQL or Kafka: no
+/// answer, refused, the slot missing).
 ExitCode run(const config::Config& cfg, const Options& options, std::ostream& out);
 
 }  // namespace walrelay::reconcile

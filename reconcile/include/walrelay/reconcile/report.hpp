@@ -36,14 +36,19 @@ struct Report {
   [[nodiscard]] bool has_breaks() const;
 };
 
+/// A break's age at `now_ms`: from its first_seen_ms, else (break ages not applied) its since_ms;
+/// -1 when neither is known.
+std::int64_t break_age_ms(const Break& b, std::int64_t now_ms);
+
 /// The summary: one line per table with its figures, then a table of `table class count
-/// oldest_age examples` (ages as `1h2m`, `-` unknown), or "no breaks".
+/// oldest_age examples` (ages as `1h2m`, `-` unknown, break_age_ms), or "no breaks".
 void write_summary(std::ostream& out, const Report& report);
 
 /// One JSON object: {"tables":[{"table":…,"topics":[…],"source_rows":n,"kafka_records":n,
 /// "duplicates":n,"duplicate_ids":[…],"newer_than_snapshot":n,"snapshot_lsn":"X/X",
 /// "delivered":bool,"breaks":[{"class":…,"id":…,"since_ms":n|null,"age_s":n|null,
-/// "detail":…}]}],"breaks":n,"now_ms":n}
+/// "first_seen_ms":n|null,"detail":…}]}],"breaks":n,"now_ms":n}. `since_ms` is the event's time,
+/// `age_s` break_age_ms in seconds.
 void write_json(std::ostream& out, const Report& report);
 
 /// `ms` as a short duration: `45s`, `12m3s`, `5h2m`, `3d4h`; `-` for a negative value.
