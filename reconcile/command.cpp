@@ -11,6 +11,7 @@
 
 #include "outbox_source.hpp"
 #include "pg_session.hpp"
+#include "repair.hpp"
 #include "run_once.hpp"
 #include "schedule.hpp"
 #include "topic_reader.hpp"
@@ -197,6 +198,15 @@ class TableComparison {
       spdlog::warn("reconcile: {}: {} rows walrelay cannot publish were left out (the first: {})",
                    t.name(), unmappable_, first_unmappable_);
     }
+    if (options_.repair) {
+      // Only missing events (the slot passed them: never in_flight ones); read again in the same
+      // snapshot, so each is the row that was compared.
+      std::vector<std::string> missing;
+      for (const auto& b : report.found.breaks) {
+        if (b.cls == BreakClass::kMissing) missing.push_back(b.id);
+      }
+      repair_missing(cfg_, source_, t, missing, report);
+    }
     return report;
   }
 
@@ -271,6 +281,7 @@ std::expected<Report, Failure> compare(const config::Config& cfg, const Options&
                                        const std::atomic<bool>& cancel) {
   Report report;
   report.now_ms = now_ms();
+  report.repair = options.repair;
   auto catalog = PgSession::open(cfg.source.conninfo, kApplicationName);
   if (!catalog) return std::unexpected(pg_failure("source.conninfo", catalog.error()));
   auto found = find_outbox_tables(**catalog, cfg);
@@ -377,7 +388,8 @@ std::expected<Report, Failure> reconcile_once(const config::Config& cfg, const O
 }
 
 ExitCode exit_code_of(const Report& report) {
-  return report.has_breaks() ? ExitCode::kBreaksFound : ExitCode::kOk;
+  if (report.repair_failures() > 0) return ExitCode::kDeliveryFailed;
+  return report.unrepaired_breaks() > 0 ? ExitCode::kBreaksFound : ExitCode::kOk;
 }
 
 ExitCode run(const config::Config& cfg, const Options& options, std::ostream& out) {

@@ -28,6 +28,19 @@ bool Report::has_breaks() const {
   return false;
 }
 
+std::uint64_t Report::unrepaired_breaks() const {
+  std::uint64_t n = 0;
+  for (const auto& t : tables)
+    n += t.found.breaks.size() - std::min(t.found.breaks.size(), t.repaired.size());
+  return n;
+}
+
+std::uint64_t Report::repair_failures() const {
+  std::uint64_t n = 0;
+  for (const auto& t : tables) n += t.repair_failed.size();
+  return n;
+}
+
 std::int64_t break_age_ms(const Break& b, std::int64_t now_ms) {
   const std::int64_t from = b.first_seen_ms >= 0 ? b.first_seen_ms : b.since_ms;
   if (from < 0) return -1;
@@ -103,6 +116,21 @@ void write_summary(std::ostream& out, const Report& report) {
     }
   }
   if (!any) out << "no breaks\n";
+  if (!report.repair) return;
+  for (const auto& t : report.tables) {
+    if (t.repaired.empty() && t.repair_failed.empty()) continue;
+    out << "\n"
+        << t.table << ": --repair re-emitted " << t.repaired.size()
+        << " missing event(s), acknowledged by Kafka";
+    for (std::size_t i = 0; i < t.repaired.size() && i < kExamples; ++i) {
+      out << (i == 0 ? ": " : ", ") << t.repaired[i];
+    }
+    if (t.repaired.size() > kExamples) out << ", …";
+    out << "\n";
+    for (const auto& [id, reason] : t.repair_failed) {
+      out << t.table << ": --repair could not re-emit " << id << ": " << reason << "\n";
+    }
+  }
 }
 
 void write_json(std::ostream& out, const Report& report) {
@@ -150,7 +178,24 @@ void write_json(std::ostream& out, const Report& report) {
       s += '}';
     }
     total += t.found.breaks.size();
-    s += "]}";
+    s += ']';
+    if (report.repair) {
+      s += ",\"repaired\":[";
+      for (std::size_t j = 0; j < t.repaired.size(); ++j) {
+        if (j > 0) s += ',';
+        json::append_string(s, t.repaired[j]);
+      }
+      s += "],\"repair_failed\":[";
+      for (std::size_t j = 0; j < t.repair_failed.size(); ++j) {
+        s += j > 0 ? ",{\"id\":" : "{\"id\":";
+        json::append_string(s, t.repair_failed[j].first);
+        s += ",\"reason\":";
+        json::append_string(s, t.repair_failed[j].second);
+        s += '}';
+      }
+      s += ']';
+    }
+    s += '}';
   }
   s += "],\"breaks\":" + std::to_string(total);
   s += ",\"now_ms\":" + std::to_string(report.now_ms) + "}\n";

@@ -1,7 +1,7 @@
 #pragma once
 
 // One reconciliation (command.cpp), shared by the one-shot command and the schedule
-// (schedule.hpp): compare, then keep the break ages (break_ages.hpp).
+// (schedule.hpp): compare, `--repair` if asked, then keep the break ages (break_ages.hpp).
 
 #include <atomic>
 #include <expected>
@@ -29,7 +29,7 @@ struct Failure {
 std::expected<Report, Failure> reconcile_once(const config::Config& cfg, const Options& options,
                                               const std::atomic<bool>& cancel);
 
-/// The exit code of a report (command.hpp run): kOk or kBreaksFound.
+/// The exit code of a report (command.hpp run): kOk, kBreaksFound or kDeliveryFailed.
 ExitCode exit_code_of(const Report& report);
 
 }  // namespace walrelay::reconcile

@@ -106,6 +106,8 @@ int main(int argc, char** argv) {
   std::string reconcile_schedule;
   reconcile->add_option("--schedule", reconcile_schedule,
                         "keep running, one run every this long (e.g. 1h), serving /metrics");
+  reconcile->add_flag("--repair", reconcile_options.repair,
+                      "publish the missing events again (never phantoms or conflicts)");
 
   // `inbox` runs the consumer; `inbox status` reads its tables. Both take --config (given after
   // the word it belongs to), so neither option is required by itself.
@@ -196,6 +198,11 @@ int main(int argc, char** argv) {
       if (!period || period->count() <= 0) {
         std::cerr << "walrelay reconcile: --schedule: "
                   << (period ? std::string("must be more than 0") : period.error()) << "\n";
+        return static_cast<int>(ExitCode::kConfigError);
+      }
+      if (reconcile_options.repair) {
+        // Re-emitting is an operator's decision after reading a report, never a timer's.
+        std::cerr << "walrelay reconcile: --repair runs once: not with --schedule\n";
         return static_cast<int>(ExitCode::kConfigError);
       }
       reconcile_options.schedule = *period;

@@ -1,6 +1,8 @@
-// `walrelay reconcile --schedule` on real PostgreSQL and Kafka (docs/reconcile.md "Schedule"): a
-// phantom made by hand is reported at every run with the same first-seen time and a growing age,
-// also by a later run of another process, and /metrics shows it.
+// `walrelay reconcile --schedule` and `--repair` on real PostgreSQL and Kafka (docs/reconcile.md
+// "Schedule", "Repair"): a phantom made by hand is reported at every run with the same
+// first-seen time and a growing age, also by a later run of another process, and /metrics shows
+// it; a row whose event never reached Kafka is re-emitted as the connector's record and the next
+// run is clean, while phantoms and conflicts are only reported.
 
 #include <simdjson.h>
 
@@ -119,10 +121,75 @@ TEST_F(ReconcileTest, ScheduleKeepsBreakAgesAndServesThemOnMetrics) {
   ASSERT_TRUE(stop_gracefully(proc, name_));
 }
 
-TEST_F(ReconcileTest, ScheduleOptionIsChecked) {
+TEST_F(ReconcileTest, RepairReEmitsMissingEventsAndTheNextRunIsClean) {
+  yaml_ = yaml_with({"payload_digest: true"});
+  WalrelayProcess proc(yaml_);
+  ASSERT_NO_FATAL_FAILURE(deliver(proc, 100));
+  // Two rows whose events never reached Kafka: the slot moved past them without walrelay.
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+  pg_->exec("INSERT INTO " + outbox_ +
+            " (event_id, aggregate_id, aggregate_type, payload, created_at) VALUES ('lost-1', "
+            "'a-1', 'Order', '{\"n\": 1, \"lost\": true}', '2026-01-02 03:04:05.678+00'), "
+            "('lost-2', 'a-2', 'Order', '{\"n\": 2}', now())");
+  pg_->exec("SELECT pg_replication_slot_advance(" + sql_literal(name_) + ", pg_current_wal_lsn())");
+  start_streaming(proc, name_);
+
+  const auto before = run_reconcile(yaml_, {"--json"});
+  EXPECT_EQ(before.exit_code, 1) << before.out << before.err;
+  EXPECT_EQ(json_breaks(before.out), (std::vector<std::string>{"missing:lost-1", "missing:lost-2"}))
+      << before.out;
+
+  const auto repair = run_reconcile(yaml_, {"--repair", "--json"});
+  EXPECT_EQ(repair.exit_code, 0) << repair.out << repair.err;
+  EXPECT_NE(repair.out.find(R"("repaired":["lost-1","lost-2"],"repair_failed":[])"),
+            std::string::npos)
+      << repair.out;
+
+  // The connector's record for such a row: key, value, headers (id, payload_digest), timestamp.
+  const auto records = kafka_->read_all({topic_});
+  const KafkaRecord* lost = nullptr;
+  const KafkaRecord* streamed = nullptr;
+  for (const auto& r : records) {
+    if (r.header("id") == "lost-1") lost = &r;
+    if (r.header("id") == "e-1") streamed = &r;
+  }
+  ASSERT_NE(lost, nullptr) << describe(records);
+  ASSERT_NE(streamed, nullptr);
+  EXPECT_EQ(lost->key, std::optional<std::string>("a-1"));
+  EXPECT_EQ(lost->value, std::optional<std::string>(R"({"n": 1, "lost": true})"));
+  ASSERT_EQ(lost->header_list.size(), streamed->header_list.size()) << lost->describe();
+  for (std::size_t i = 0; i < lost->header_list.size(); ++i) {
+    EXPECT_EQ(lost->header_list[i].first, streamed->header_list[i].first);
+  }
+  EXPECT_EQ(lost->header("payload_digest").size(), 64u) << lost->describe();
+  EXPECT_EQ(lost->timestamp_ms, 1767323045678) << lost->describe();
+
+  const auto after = run_reconcile(yaml_, {"--json"});
+  EXPECT_EQ(after.exit_code, 0) << after.out << after.err;
+  EXPECT_TRUE(json_breaks(after.out).empty()) << after.out;
+
+  // Phantoms and conflicts are reported, never "fixed": --repair publishes nothing for them.
+  produce_record(env_.kafka_bootstrap, topic_, "a-1", R"({"n": -1})", {{"id", "ghost-r"}});
+  produce_record(env_.kafka_bootstrap, topic_, "a-5", R"({"n": 5, "amount": 999.99})",
+                 {{"id", "e-5"}});
+  const auto count = kafka_->read_all({topic_}).size();
+  const auto refused = run_reconcile(yaml_, {"--repair", "--json"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_EQ(json_breaks(refused.out), (std::vector<std::string>{"conflict:e-5", "phantom:ghost-r"}))
+      << refused.out;
+  EXPECT_NE(refused.out.find(R"("repaired":[],"repair_failed":[])"), std::string::npos)
+      << refused.out;
+  EXPECT_EQ(kafka_->read_all({topic_}).size(), count);
+  ASSERT_TRUE(stop_gracefully(proc, name_));
+}
+
+TEST_F(ReconcileTest, ScheduleAndRepairOptionsAreChecked) {
   const auto zero = run_reconcile(yaml_, {"--schedule", "0s"});
   EXPECT_EQ(zero.exit_code, 2) << zero.err;
   EXPECT_NE(zero.err.find("--schedule"), std::string::npos) << zero.err;
+  const auto both = run_reconcile(yaml_, {"--schedule", "1h", "--repair"});
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  EXPECT_NE(both.err.find("--repair"), std::string::npos) << both.err;
 }
 
 }  // namespace
