@@ -2,7 +2,8 @@
 // "Schedule", "Repair"): a phantom made by hand is reported at every run with the same
 // first-seen time and a growing age, also by a later run of another process, and /metrics shows
 // it; a row whose event never reached Kafka is re-emitted as the connector's record and the next
-// run is clean, while phantoms and conflicts are only reported.
+// run is clean, while phantoms and conflicts are only reported; SIGTERM ends a scheduled run
+// under way with exit 0.
 
 #include <simdjson.h>
 
@@ -119,6 +120,25 @@ TEST_F(ReconcileTest, ScheduleKeepsBreakAgesAndServesThemOnMetrics) {
   EXPECT_EQ(find_break(json_reports(once.out).at(0), "ghost-s").first_seen_ms, first.first_seen_ms)
       << once.out;
   ASSERT_TRUE(stop_gracefully(proc, name_));
+}
+
+TEST_F(ReconcileTest, SigtermStopsAScheduledRunUnderWayWithExitZero) {
+  // A slot no connector streams never passes the snapshot: the first run waits for it (up to
+  // reconcile.in_flight_limit, 30 s) when the signal comes.
+  pg_->exec("SELECT pg_create_logical_replication_slot(" + sql_literal(name_) + ", 'wal2json')");
+  insert_events(*pg_, 0, 10);
+  WalrelayProcess sched(yaml_, "reconcile-schedule");
+  sched.start({"reconcile", "--config", sched.config_path().string(), "--schedule", "1h"});
+  const auto port = metrics_port(sched);
+  ASSERT_TRUE(port) << sched.logs();
+  const auto ready = http_get(*port, "/ready");
+  EXPECT_EQ(ready.status, 503) << ready.body;  // no run has ended yet
+  ASSERT_TRUE(sched.wait_for_log("reconcile: one run every 3600000 ms", 10s)) << sched.logs();
+  std::this_thread::sleep_for(500ms);
+  const auto signalled = std::chrono::steady_clock::now();
+  EXPECT_EQ(sched.stop(SIGTERM, 20s), 0) << sched.logs();
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, 5s) << sched.logs();
+  EXPECT_NE(sched.stderr_text().find("stopped after 0 run(s)"), std::string::npos) << sched.logs();
 }
 
 TEST_F(ReconcileTest, RepairReEmitsMissingEventsAndTheNextRunIsClean) {
