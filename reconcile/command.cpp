@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -10,12 +11,17 @@
 
 #include "outbox_source.hpp"
 #include "pg_session.hpp"
+#include "repair.hpp"
+#include "run_once.hpp"
+#include "schedule.hpp"
 #include "topic_reader.hpp"
 #include "walrelay/kafka/security.hpp"
 #include "walrelay/pg/replication_stream.hpp"
+#include "walrelay/reconcile/break_ages.hpp"
 #include "walrelay/reconcile/buckets.hpp"
 #include "walrelay/reconcile/classify.hpp"
 #include "walrelay/reconcile/report.hpp"
+#include "walrelay/state/state_store.hpp"
 
 namespace walrelay::reconcile {
 
@@ -24,12 +30,6 @@ namespace {
 constexpr const char* kApplicationName = "walrelay-reconcile";
 constexpr std::size_t kPhantomLookupBatch = 1000;
 constexpr auto kKafkaTimeout = std::chrono::seconds(10);
-
-/// Why a run stopped before a report: the exit code and the line to log.
-struct Failure {
-  ExitCode code = ExitCode::kReadFailed;
-  std::string message;
-};
 
 Failure pg_failure(const std::string& what, const pg::Error& e) {
   return Failure{
@@ -91,10 +91,11 @@ std::expected<std::vector<OutboxTable>, Failure> find_outbox_tables(PgSession& c
 /// Waits until the slot's confirmed_flush_lsn is at or past `lsn`, at most `limit`. True: it is;
 /// false: not in time.
 std::expected<bool, Failure> wait_delivered(PgSession& catalog, const std::string& slot,
-                                            const std::string& lsn,
-                                            std::chrono::milliseconds limit) {
+                                            const std::string& lsn, std::chrono::milliseconds limit,
+                                            const std::atomic<bool>& cancel) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   for (;;) {
+    if (cancel) return std::unexpected(Failure{ExitCode::kOk, "stopped", true});
     auto rows = catalog.query(
         "SELECT coalesce(confirmed_flush_lsn >= $1::pg_lsn, false), confirmed_flush_lsn::text "
         "FROM pg_catalog.pg_replication_slots WHERE slot_name = $2",
@@ -122,9 +123,11 @@ std::expected<bool, Failure> wait_delivered(PgSession& catalog, const std::strin
 class TableComparison {
  public:
   TableComparison(const config::Config& cfg, const Options& options, PgSession& snapshot,
-                  PgSession& catalog, router::TypeRegistry& types, std::int64_t now)
+                  PgSession& catalog, router::TypeRegistry& types, std::int64_t now,
+                  const std::atomic<bool>& cancel)
       : cfg_(cfg),
         options_(options),
+        cancel_(cancel),
         catalog_(catalog),
         source_(snapshot, types),
         cutoff_(options.since ? now - options.since->count() : -1) {}
@@ -195,6 +198,15 @@ class TableComparison {
       spdlog::warn("reconcile: {}: {} rows walrelay cannot publish were left out (the first: {})",
                    t.name(), unmappable_, first_unmappable_);
     }
+    if (options_.repair) {
+      // Only missing events (the slot passed them: never in_flight ones); read again in the same
+      // snapshot, so each is the row that was compared.
+      std::vector<std::string> missing;
+      for (const auto& b : report.found.breaks) {
+        if (b.cls == BreakClass::kMissing) missing.push_back(b.id);
+      }
+      repair_missing(cfg_, source_, t, missing, report);
+    }
     return report;
   }
 
@@ -228,8 +240,11 @@ class TableComparison {
           e.timestamp_ms = ev.timestamp_ms;
           visit(e);
         },
-        cfg_.reconcile.read_timeout);
-    if (!r) return std::unexpected(kafka_failure("reading the topics", r.error()));
+        cfg_.reconcile.read_timeout, &cancel_);
+    if (!r) {
+      if (cancel_) return std::unexpected(Failure{ExitCode::kOk, "stopped", true});
+      return std::unexpected(kafka_failure("reading the topics", r.error()));
+    }
     return {};
   }
 
@@ -254,6 +269,7 @@ class TableComparison {
 
   const config::Config& cfg_;
   const Options& options_;
+  const std::atomic<bool>& cancel_;
   PgSession& catalog_;
   OutboxSource source_;
   std::int64_t cutoff_;
@@ -261,9 +277,11 @@ class TableComparison {
   std::string first_unmappable_;
 };
 
-std::expected<Report, Failure> reconcile(const config::Config& cfg, const Options& options) {
+std::expected<Report, Failure> compare(const config::Config& cfg, const Options& options,
+                                       const std::atomic<bool>& cancel) {
   Report report;
   report.now_ms = now_ms();
+  report.repair = options.repair;
   auto catalog = PgSession::open(cfg.source.conninfo, kApplicationName);
   if (!catalog) return std::unexpected(pg_failure("source.conninfo", catalog.error()));
   auto found = find_outbox_tables(**catalog, cfg);
@@ -322,18 +340,18 @@ std::expected<Report, Failure> reconcile(const config::Config& cfg, const Option
       "pg_catalog.pg_current_wal_insert_lsn()::text");
   if (!lsn) return std::unexpected(pg_failure("taking the source's snapshot", lsn.error()));
   const std::string snapshot_lsn = lsn->empty() ? "0/0" : (*lsn)[0][0].value_or("0/0");
-  auto delivered =
-      wait_delivered(**catalog, cfg.source.slot, snapshot_lsn, cfg.reconcile.in_flight_limit);
+  auto delivered = wait_delivered(**catalog, cfg.source.slot, snapshot_lsn,
+                                  cfg.reconcile.in_flight_limit, cancel);
   if (!delivered) return std::unexpected(delivered.error());
   spdlog::info("reconcile: snapshot at {}, slot {} {}", snapshot_lsn, cfg.source.slot,
                *delivered ? "passed it" : "did not pass it in time");
 
-  TableComparison compare(cfg, options, **snapshot, **catalog, types, report.now_ms);
+  TableComparison comparison(cfg, options, **snapshot, **catalog, types, report.now_ms, cancel);
   for (const auto& t : tables) {
     TableReport tr;
     tr.snapshot_lsn = snapshot_lsn;
     tr.delivered = *delivered;
-    auto done = compare.run(t, std::move(tr));
+    auto done = comparison.run(t, std::move(tr));
     if (!done) return std::unexpected(done.error());
     spdlog::info("reconcile: {}: {} rows, {} records, {} breaks, {} duplicates", done->table,
                  done->source_rows, done->kafka_records, done->found.breaks.size(),
@@ -344,10 +362,40 @@ std::expected<Report, Failure> reconcile(const config::Config& cfg, const Option
   return report;
 }
 
+/// Sets the breaks' first-seen times from the break-age file and writes it back.
+void keep_break_ages(const config::Config& cfg, Report& report) {
+  const std::string dir =
+      cfg.source.state_dir.empty() ? StateStore::default_dir() : cfg.source.state_dir;
+  const std::string path = break_ages_path(dir, cfg.source.slot);
+  auto ages = load_break_ages(path);
+  if (!ages) {
+    spdlog::warn("reconcile: {} (source.state_dir): break ages count from this run", ages.error());
+    ages.emplace();
+  }
+  apply_break_ages(report, *ages);
+  if (auto saved = save_break_ages(dir, path, *ages); !saved) {
+    spdlog::warn("reconcile: cannot keep the break ages (source.state_dir): {}", saved.error());
+  }
+}
+
 }  // namespace
 
+std::expected<Report, Failure> reconcile_once(const config::Config& cfg, const Options& options,
+                                              const std::atomic<bool>& cancel) {
+  auto report = compare(cfg, options, cancel);
+  if (report) keep_break_ages(cfg, *report);
+  return report;
+}
+
+ExitCode exit_code_of(const Report& report) {
+  if (report.repair_failures() > 0) return ExitCode::kDeliveryFailed;
+  return report.unrepaired_breaks() > 0 ? ExitCode::kBreaksFound : ExitCode::kOk;
+}
+
 ExitCode run(const config::Config& cfg, const Options& options, std::ostream& out) {
-  auto report = reconcile(cfg, options);
+  if (options.schedule) return run_schedule(cfg, options, out);
+  const std::atomic<bool> never{false};
+  auto report = reconcile_once(cfg, options, never);
   if (!report) {
     spdlog::error("reconcile: {}", report.error().message);
     return report.error().code;
@@ -357,7 +405,7 @@ ExitCode run(const config::Config& cfg, const Options& options, std::ostream& ou
   } else {
     write_summary(out, *report);
   }
-  return report->has_breaks() ? ExitCode::kBreaksFound : ExitCode::kOk;
+  return exit_code_of(*report);
 }
 
 }  // namespace walrelay::reconcile

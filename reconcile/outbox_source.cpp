@@ -76,13 +76,22 @@ std::expected<void, std::string> OutboxSource::describe(OutboxTable& t) {
 
 std::expected<void, pg::Error> OutboxSource::read(
     const OutboxTable& t, const std::function<void(const SourceEvent&)>& visit,
-    std::uint64_t& unmappable, std::string& first_error, std::size_t batch) {
+    std::uint64_t& unmappable, std::string& first_error, std::size_t batch,
+    const std::vector<std::string>* only_ids) {
   std::string select = "SELECT ";
   for (std::size_t i = 0; i < t.columns.size(); ++i) {
     select += (i > 0 ? ", " : "") + pg::quote_ident(t.columns[i].first);
   }
   select += " FROM " + t.quoted();
-  if (auto r = session_.query("DECLARE walrelay_reconcile NO SCROLL CURSOR FOR " + select); !r) {
+  std::vector<std::optional<std::string>> params;
+  if (only_ids != nullptr) {
+    select += " WHERE " + pg::quote_ident(t.outbox->event_id) + "::text = ANY($1::text[])";
+    params.emplace_back(text_array_literal(*only_ids));
+  }
+  // The DECLARE's parameters reach the cursor's query (PostgreSQL binds them to its portal).
+  if (auto r = session_.query("DECLARE walrelay_reconcile NO SCROLL CURSOR FOR " + select,
+                              std::move(params));
+      !r) {
     return std::unexpected(r.error());
   }
   const std::string fetch = "FETCH " + std::to_string(batch) + " FROM walrelay_reconcile";
@@ -125,7 +134,7 @@ std::expected<void, pg::Error> OutboxSource::read(
       }
       digest_.clear();
       if (buffer_.has_value) router::append_payload_digest(digest_, buffer_.value);
-      visit(SourceEvent{buffer_.id, buffer_.topic, digest_, buffer_.timestamp_ms});
+      visit(SourceEvent{buffer_.id, buffer_.topic, digest_, buffer_.timestamp_ms, &buffer_});
     }
   }
   if (auto r = session_.query("CLOSE walrelay_reconcile"); !r) return std::unexpected(r.error());

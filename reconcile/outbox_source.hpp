@@ -39,6 +39,9 @@ struct SourceEvent {
   std::string_view topic;
   std::string_view digest;
   std::int64_t timestamp_ms = -1;
+  /// The record the connector would publish for the row (the builder's buffer: valid during the
+  /// visit only), for `--repair` to publish again.
+  router::RecordBuffer* record = nullptr;
 };
 
 /// Reads outbox rows. Owned by one thread; uses `session` (in its snapshot transaction).
@@ -54,10 +57,12 @@ class OutboxSource {
   /// Streams every row of `t` (a cursor fetching `batch` rows at a time, so memory does not grow
   /// with the table) to `visit`. Rows the builder refuses (what walrelay would dead-letter or fail
   /// on) are counted in `unmappable` and skipped; the first reason is kept in `first_error`.
+  /// `only_ids` non-null: only the rows whose event id's text is one of them.
   std::expected<void, pg::Error> read(const OutboxTable& t,
                                       const std::function<void(const SourceEvent&)>& visit,
                                       std::uint64_t& unmappable, std::string& first_error,
-                                      std::size_t batch = 2000);
+                                      std::size_t batch = 2000,
+                                      const std::vector<std::string>* only_ids = nullptr);
 
  private:
   PgSession& session_;

@@ -1,5 +1,6 @@
 #include "walrelay/reconcile/report.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -25,6 +26,25 @@ bool Report::has_breaks() const {
     if (!t.found.breaks.empty()) return true;
   }
   return false;
+}
+
+std::uint64_t Report::unrepaired_breaks() const {
+  std::uint64_t n = 0;
+  for (const auto& t : tables)
+    n += t.found.breaks.size() - std::min(t.found.breaks.size(), t.repaired.size());
+  return n;
+}
+
+std::uint64_t Report::repair_failures() const {
+  std::uint64_t n = 0;
+  for (const auto& t : tables) n += t.repair_failed.size();
+  return n;
+}
+
+std::int64_t break_age_ms(const Break& b, std::int64_t now_ms) {
+  const std::int64_t from = b.first_seen_ms >= 0 ? b.first_seen_ms : b.since_ms;
+  if (from < 0) return -1;
+  return now_ms > from ? now_ms - from : 0;
 }
 
 std::string format_age(std::int64_t ms) {
@@ -66,13 +86,13 @@ void write_summary(std::ostream& out, const Report& report) {
   for (const auto& t : report.tables) {
     for (const BreakClass cls : kBreakClasses) {
       std::uint64_t count = 0;
-      std::int64_t oldest = -1;
+      std::int64_t oldest = -1;  // the largest age
       std::string examples;
       std::size_t shown = 0;
       for (const auto& b : t.found.breaks) {
         if (b.cls != cls) continue;
         ++count;
-        if (b.since_ms >= 0 && (oldest < 0 || b.since_ms < oldest)) oldest = b.since_ms;
+        oldest = std::max(oldest, break_age_ms(b, report.now_ms));
         if (shown < kExamples) {
           examples += (shown > 0 ? ", " : "") + b.id;
           ++shown;
@@ -82,8 +102,7 @@ void write_summary(std::ostream& out, const Report& report) {
       any = true;
       if (count > shown) examples += ", …";
       out << pad(t.table, 32) << " " << pad(std::string(to_string(cls)), 10) << " "
-          << pad(std::to_string(count), 8) << " "
-          << pad(format_age(oldest < 0 ? -1 : report.now_ms - oldest), 8) << " " << examples
+          << pad(std::to_string(count), 8) << " " << pad(format_age(oldest), 8) << " " << examples
           << "\n";
     }
     if (t.found.duplicates > 0) {
@@ -97,6 +116,21 @@ void write_summary(std::ostream& out, const Report& report) {
     }
   }
   if (!any) out << "no breaks\n";
+  if (!report.repair) return;
+  for (const auto& t : report.tables) {
+    if (t.repaired.empty() && t.repair_failed.empty()) continue;
+    out << "\n"
+        << t.table << ": --repair re-emitted " << t.repaired.size()
+        << " missing event(s), acknowledged by Kafka";
+    for (std::size_t i = 0; i < t.repaired.size() && i < kExamples; ++i) {
+      out << (i == 0 ? ": " : ", ") << t.repaired[i];
+    }
+    if (t.repaired.size() > kExamples) out << ", …";
+    out << "\n";
+    for (const auto& [id, reason] : t.repair_failed) {
+      out << t.table << ": --repair could not re-emit " << id << ": " << reason << "\n";
+    }
+  }
 }
 
 void write_json(std::ostream& out, const Report& report) {
@@ -134,18 +168,34 @@ void write_json(std::ostream& out, const Report& report) {
       json::append_string(s, to_string(b.cls));
       s += ",\"id\":";
       json::append_string(s, b.id);
-      if (b.since_ms >= 0) {
-        s += ",\"since_ms\":" + std::to_string(b.since_ms);
-        s += ",\"age_s\":" + std::to_string((report.now_ms - b.since_ms) / 1000);
-      } else {
-        s += ",\"since_ms\":null,\"age_s\":null";
-      }
+      s += ",\"since_ms\":" + (b.since_ms >= 0 ? std::to_string(b.since_ms) : "null");
+      const std::int64_t age = break_age_ms(b, report.now_ms);
+      s += ",\"age_s\":" + (age >= 0 ? std::to_string(age / 1000) : "null");
+      s +=
+          ",\"first_seen_ms\":" + (b.first_seen_ms >= 0 ? std::to_string(b.first_seen_ms) : "null");
       s += ",\"detail\":";
       json::append_string(s, b.detail);
       s += '}';
     }
     total += t.found.breaks.size();
-    s += "]}";
+    s += ']';
+    if (report.repair) {
+      s += ",\"repaired\":[";
+      for (std::size_t j = 0; j < t.repaired.size(); ++j) {
+        if (j > 0) s += ',';
+        json::append_string(s, t.repaired[j]);
+      }
+      s += "],\"repair_failed\":[";
+      for (std::size_t j = 0; j < t.repair_failed.size(); ++j) {
+        s += j > 0 ? ",{\"id\":" : "{\"id\":";
+        json::append_string(s, t.repair_failed[j].first);
+        s += ",\"reason\":";
+        json::append_string(s, t.repair_failed[j].second);
+        s += '}';
+      }
+      s += ']';
+    }
+    s += '}';
   }
   s += "],\"breaks\":" + std::to_string(total);
   s += ",\"now_ms\":" + std::to_string(report.now_ms) + "}\n";

@@ -42,7 +42,8 @@ std::uint64_t TopicReader::span() const {
 }
 
 std::expected<void, kafka::Error> TopicReader::read(
-    const std::function<void(const TopicEvent&)>& visit, std::chrono::milliseconds idle_timeout) {
+    const std::function<void(const TopicEvent&)>& visit, std::chrono::milliseconds idle_timeout,
+    const std::atomic<bool>* cancel) {
   if (ranges_.empty()) return {};
   std::vector<kafka::PartitionOffset> assignment;
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> open;  // partition -> end
@@ -53,6 +54,10 @@ std::expected<void, kafka::Error> TopicReader::read(
   if (auto a = consumer_.assign(assignment); !a) return std::unexpected(a.error());
   auto last = std::chrono::steady_clock::now();
   while (!open.empty()) {
+    if (cancel != nullptr && cancel->load()) {
+      (void)consumer_.unassign();
+      return std::unexpected(kafka::Error::from_code(RD_KAFKA_RESP_ERR__INTR, "stopped"));
+    }
     auto m = consumer_.poll(std::chrono::milliseconds(200));
     if (!m) {
       if (std::chrono::steady_clock::now() - last > idle_timeout) {

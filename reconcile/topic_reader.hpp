@@ -6,6 +6,7 @@
 // read_committed: records of aborted transactions are never compared). Memory: librdkafka's
 // fetch queue, capped here (queued.max.messages.kbytes) besides the record being visited.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <expected>
@@ -41,10 +42,11 @@ class TopicReader {
                                                        std::chrono::milliseconds timeout);
 
   /// Reads every partition to its end offset, calling `visit` for each record. Error: nothing
-  /// arrived for `idle_timeout` while a partition's end was not reached, or a fatal consumer
-  /// error.
+  /// arrived for `idle_timeout` while a partition's end was not reached, a fatal consumer error,
+  /// or `*cancel` was set (ERR__INTR; polled between records, at least every 200 ms).
   std::expected<void, kafka::Error> read(const std::function<void(const TopicEvent&)>& visit,
-                                         std::chrono::milliseconds idle_timeout);
+                                         std::chrono::milliseconds idle_timeout,
+                                         const std::atomic<bool>* cancel = nullptr);
 
   /// Records below the end offsets (low to high), over every partition: an upper bound of what
   /// read() visits (read_committed skips control records and aborted transactions).

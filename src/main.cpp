@@ -104,6 +104,11 @@ int main(int argc, char** argv) {
   reconcile->add_option("-t,--table", reconcile_options.tables, "schema.table (repeatable)");
   reconcile->add_option("--since", reconcile_since, "only events at most this old (e.g. 24h)");
   reconcile->add_flag("--json", reconcile_options.json, "one JSON object with every break");
+  std::string reconcile_schedule;
+  reconcile->add_option("--schedule", reconcile_schedule,
+                        "keep running, one run every this long (e.g. 1h), serving /metrics");
+  reconcile->add_flag("--repair", reconcile_options.repair,
+                      "publish the missing events again (never phantoms or conflicts)");
 
   // `inbox` runs the consumer; `inbox status` reads its tables. Both take --config (given after
   // the word it belongs to), so neither option is required by itself.
@@ -227,6 +232,20 @@ int main(int argc, char** argv) {
         return static_cast<int>(ExitCode::kConfigError);
       }
       reconcile_options.since = *since;
+    }
+    if (!reconcile_schedule.empty()) {
+      auto period = walrelay::config::parse_duration(reconcile_schedule);
+      if (!period || period->count() <= 0) {
+        std::cerr << "walrelay reconcile: --schedule: "
+                  << (period ? std::string("must be more than 0") : period.error()) << "\n";
+        return static_cast<int>(ExitCode::kConfigError);
+      }
+      if (reconcile_options.repair) {
+        // Re-emitting is an operator's decision after reading a report, never a timer's.
+        std::cerr << "walrelay reconcile: --repair runs once: not with --schedule\n";
+        return static_cast<int>(ExitCode::kConfigError);
+      }
+      reconcile_options.schedule = *period;
     }
     return static_cast<int>(walrelay::reconcile::run(*cfg, reconcile_options, std::cout));
   }

@@ -10,47 +10,6 @@
 namespace walrelay::itest {
 namespace {
 
-class ReconcileTest : public IntegrationTest {
- protected:
-  void SetUp() override {
-    IntegrationTest::SetUp();
-    if (HasFatalFailure()) return;
-    outbox_ = table("outbox");
-    topic_ = name_ + ".outbox.Order";
-    pg_->exec("CREATE TABLE " + outbox_ +
-              " (event_id text PRIMARY KEY, aggregate_id text NOT NULL, aggregate_type text NOT "
-              "NULL, payload jsonb, created_at timestamptz NOT NULL DEFAULT now())");
-    auto c = make_config(
-        {{outbox_,
-          {"event_id: event_id", "aggregate_id: aggregate_id", "aggregate_type: aggregate_type",
-           "payload: payload", "timestamp: created_at",
-           "topic: \"" + name_ + ".outbox.{aggregate_type}\""}}});
-    c.extra_yaml = "heartbeat:\n  interval: 1s\nreconcile:\n  in_flight_limit: 30s\n";
-    yaml_ = c.to_yaml();
-  }
-
-  /// Inserts events `e-<from>` .. `e-<to - 1>` in one statement.
-  void insert_events(Pg& pg, int from, int to) {
-    pg.exec("INSERT INTO " + outbox_ +
-            " (event_id, aggregate_id, aggregate_type, payload) SELECT 'e-' || i, 'a-' || (i % "
-            "17), 'Order', jsonb_build_object('n', i, 'amount', (i * 1.25)::numeric(12,2)) FROM "
-            "generate_series(" +
-            std::to_string(from) + ", " + std::to_string(to - 1) + ") i");
-  }
-
-  /// Starts walrelay, inserts `n` events and waits until they are all in the topic.
-  void deliver(WalrelayProcess& proc, int n) {
-    start_streaming(proc, name_);
-    for (int i = 0; i < n; i += 500) insert_events(*pg_, i, std::min(n, i + 500));
-    const auto seen = kafka_->read_at_least({topic_}, static_cast<std::size_t>(n));
-    ASSERT_GE(seen.size(), static_cast<std::size_t>(n));
-  }
-
-  std::string outbox_;
-  std::string topic_;
-  std::string yaml_;
-};
-
 TEST_F(ReconcileTest, CleanAfterDeliveryExitsZero) {
   WalrelayProcess proc(yaml_);
   ASSERT_NO_FATAL_FAILURE(deliver(proc, 2000));

@@ -50,6 +50,10 @@ struct Break {
   /// break's age is measured from it unless an earlier run saw it first.
   std::int64_t since_ms = -1;
   std::string detail;  ///< e.g. "source digest 3f2a…, kafka digest 9b1c… at t/0@17"
+  /// When the break was first seen (ms since the epoch): the earlier of `since_ms` and the first
+  /// run that reported it, kept across runs in the break-age file (break_ages.hpp); -1 before
+  /// apply_break_ages. The break's age is measured from it.
+  std::int64_t first_seen_ms = -1;
 };
 
 /// What classify_bucket found. Accumulates over buckets.

@@ -31,13 +31,24 @@ struct Options {
   /// record's timestamp) is at most D old; needs `outbox.timestamp` on every table compared.
   std::optional<std::chrono::milliseconds> since;
   bool json = false;  ///< `--json`: one JSON object with every break instead of the summary
+  /// `--schedule D`: keep running, one reconciliation every D (from the start of one run to the
+  /// start of the next), serving /metrics on `metrics.listen` (schedule.hpp) until SIGTERM.
+  std::optional<std::chrono::milliseconds> schedule;
+  /// `--repair`: publish the `missing` events again (repair.hpp); not with `schedule`.
+  bool repair = false;
 };
 
-/// Runs one reconciliation and writes the report to `out` (progress and errors go to the log).
-/// Returns kOk (0) when there is no break, kBreaksFound (1) when there are, kConfigError (2) for
-/// a bad option or configuration (the message names the key or option), kKafkaAuthFailed (7),
-/// or kReadFailed (9) when a side could not be read (PostgreSQL or Kafka: no answer, refused,
-/// the slot missing).
+/// Runs one reconciliation (or, with `options.schedule`, one every period until SIGINT/SIGTERM,
+/// through app::run) and writes each report to `out` (progress and errors go to the log). Every
+/// run keeps the open breaks' first-seen times in `<source.state_dir>/<slot>.reconcile`
+/// (break_ages.hpp). Returns kOk (0) when there is no break (or `--repair` re-emitted every
+/// break, all of them missing events), kBreaksFound (1) when there are, kConfigError (2) for a
+/// bad option or configuration (the message names the key or option), kDeliveryFailed (3) when
+/// `--repair` could not re-emit a missing event, kKafkaAuthFailed (7), or kReadFailed (9) when a
+/// side could not be read (PostgreSQL or Kafka: no answer, refused, the slot missing). With
+/// `schedule`: kOk once stopped by a signal; kConfigError or kKafkaAuthFailed when a run ends
+/// with one (retrying cannot help); a run that could not read a side is logged, counted and
+/// followed by the next.
 ExitCode run(const config::Config& cfg, const Options& options, std::ostream& out);
 
 }  // namespace walrelay::reconcile

@@ -20,7 +20,8 @@ enum class RecordSource : std::uint8_t {
   kStream = 0,    ///< changes decoded from the replication slot
   kSnapshot = 1,  ///< rows read by an initial or resumed snapshot
   kPosition = 2,  ///< delivery exactly_once: the position record of a Kafka transaction
-  kRelay = 3,     ///< rows of an outbox table claimed by the polling relay (relay/)
+  kRelay = 3,     ///< rows of an outbox table read with a SELECT: claimed by the polling relay
+               ///< (relay/), or re-emitted by `walrelay reconcile --repair` (reconcile/repair.hpp)
 };
 
 /// What became of a record handed to `Publisher::publish` (librdkafka's synchronous result of
