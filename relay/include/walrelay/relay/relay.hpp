@@ -91,7 +91,16 @@ class Relay : public app::System {
   void on_delivery(const kafka::DeliveryReport& report);
   void reports_done();
   void write_back(const BatchDecision& decision);
+  void mark_sent(const std::shared_ptr<BatchDecision>& decision);
   void write_failures(std::shared_ptr<BatchDecision> decision, std::size_t next);
+  /// claim: lease: the batch's rows neither sent nor failed go back to pending (no attempt), then
+  /// the COMMIT; claim: transaction: the COMMIT alone (they stayed pending).
+  void release_rest(const std::shared_ptr<BatchDecision>& decision);
+  /// claim: lease, Kafka acknowledged nothing: the whole batch back to pending (no attempt), then
+  /// fail_tick(why) backs off.
+  void release_all(std::string why);
+  /// claim: lease: logs rows a mark found no longer claimed by this token (the lease passed).
+  void lease_lost(std::size_t rows);
   void commit();
   /// The tick failed (a server or connection error, a whole-batch Kafka failure): drops the
   /// transaction and backs off. `kind` kStatement (the table refused a statement the relay
@@ -160,6 +169,11 @@ class Relay : public app::System {
   std::uint64_t failed_ = 0;     ///< rows marked failed
   std::uint64_t rollbacks_ = 0;  ///< ticks that failed (rolled back, backed off)
   std::uint64_t retention_deleted_ = 0;
+
+  bool txn_open_ = false;  ///< a BEGIN on conn_ not yet committed or rolled back
+  const bool lease_;       ///< relay.claim: lease
+  /// claim: lease: this process's owner token (a random uuid per start) written to poll.owner.
+  const std::string owner_token_;
 };
 
 }  // namespace walrelay::relay
