@@ -14,12 +14,21 @@
 // transaction COMMITs. A crash before the COMMIT leaves the rows pending: published again with the
 // same `id`, never lost. Whole-batch failure: ROLLBACK and back off the whole tick.
 //
+// claim: lease (docs/relay.md "The lease variant"): the claim is one statement on its own
+// (lease_claim_sql: the same selection over pending, retry_wait and expired claims, setting
+// claimed + this process's owner token + lease_until), committed before anything is published;
+// the marks run afterwards in a second short transaction, each guarded by the token (the lease_*
+// statements), rows behind a key's first failure going back to pending; a whole-batch failure
+// gives the batch back to pending (release_all) and backs off. A crash leaves the batch claimed
+// until its lease passes; then any instance takes it over.
+//
 // Wake-up: LISTEN on relay.notify_channel (a second session; notifications coalesce into one
 // tick), relay.poll_interval as the backstop, and at once again after a full batch.
 //
 // Test seam (docs/relay.md "Test seam"): WALRELAY_RELAY_TEST_CRASH_AFTER_ACK=<event id>, read
 // only here, makes the process exit (code 86, no clean-up) once Kafka acknowledged that event and
-// before the claim transaction COMMITs: what a crash at the worst moment does.
+// before the claim transaction COMMITs (claim: lease: before the marks): what a crash at the
+// worst moment does.
 //
 // Beside the ticks, on a session of its own (so that neither waits for the other): every
 // kMaintenanceInterval the backlog gauges of /metrics (backlog_sql) and, with relay.retention,
