@@ -372,6 +372,9 @@ class Loader {
   // relay_section.cpp: `relay:`, `tables[].outbox.poll` and the rules of `source.mode: poll`.
   void read_relay(const YAML::Node& node, const std::string& path);
   void read_outbox_poll(const YAML::Node& node, const std::string& path, OutboxPollConfig& poll);
+  /// The rules of one poll-mode table's `poll:` once `relay:` is read (its claim decides which
+  /// keys apply): the lease keys' defaults or refusal, distinct statuses and columns.
+  void check_outbox_poll(const std::string& path, OutboxPollConfig& poll);
   /// After every section: what poll mode refuses (row-change tables, message outboxes, globs,
   /// delivery exactly_once) and the poll columns every outbox table gets.
   void check_poll_mode();

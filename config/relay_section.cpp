@@ -55,13 +55,7 @@ void Loader::read_relay(const YAML::Node& node, const std::string& path) {
   const Field fields[] = {
       {"claim",
        [&](const YAML::Node& v, const std::string& p) {
-         const auto c = one_of(v, p, kRelayClaims);
-         if (!c) return;
-         if (*c == RelayClaim::kLease) {
-           error(p, "lease is not built yet");
-         } else {
-           relay.claim = *c;
-         }
+         if (const auto c = one_of(v, p, kRelayClaims)) relay.claim = *c;
        }},
       {"batch", bounded(relay.batch, kMaxBatch)},
       {"poll_interval", period(relay.poll_interval)},
@@ -122,6 +116,13 @@ void Loader::read_relay(const YAML::Node& node, const std::string& path) {
   if (relay.backoff_min > relay.backoff_max) {
     error(join(join(path, "backoff"), "min"), "must not be larger than relay.backoff.max");
   }
+  // A lease that could end while the batch's acknowledgements are still awaited would let another
+  // instance publish the rows beside this one (docs/relay.md "The lease variant").
+  if (relay.claim == RelayClaim::kLease && relay.ack_timeout >= relay.lease) {
+    error(join(path, "ack_timeout"), "must be shorter than relay.lease (" +
+                                         std::to_string(relay.lease.count()) +
+                                         " ms) with claim: lease");
+  }
 }
 
 void Loader::read_outbox_poll(const YAML::Node& node, const std::string& path,
@@ -131,12 +132,10 @@ void Loader::read_outbox_poll(const YAML::Node& node, const std::string& path,
       if (auto s = nonempty_string(v, p)) target = std::move(*s);
     };
   };
-  const auto lease_only = [&](const YAML::Node&, const std::string& p) {
-    error(p, "used by relay.claim: lease, which is not built yet");
-  };
   const Field status_fields[] = {
-      {"pending", text(poll.pending)}, {"sent", text(poll.sent)},  {"failed", text(poll.failed)},
-      {"claimed", lease_only},         {"retry_wait", lease_only},
+      {"pending", text(poll.pending)},       {"sent", text(poll.sent)},
+      {"failed", text(poll.failed)},         {"claimed", text(poll.claimed)},
+      {"retry_wait", text(poll.retry_wait)},
   };
   const Field fields[] = {
       {"status", text(poll.status)},
@@ -148,21 +147,48 @@ void Loader::read_outbox_poll(const YAML::Node& node, const std::string& path,
        [&](const YAML::Node& v, const std::string& p) {
          if (auto s = scalar(v, p, "a column name or \"\"")) poll.last_error = std::move(*s);
        }},
-      {"owner", lease_only},
-      {"lease_until", lease_only},
+      {"owner", text(poll.owner)},
+      {"lease_until", text(poll.lease_until)},
   };
   if (node.IsNull()) return;  // `poll:` alone: the defaults
   walk(node, path, fields);
+}
+
+void Loader::check_outbox_poll(const std::string& path, OutboxPollConfig& poll) {
+  const bool lease = config_.relay.claim == RelayClaim::kLease;
+  const std::pair<std::string, std::string*> lease_keys[] = {
+      {"owner", &poll.owner},
+      {"lease_until", &poll.lease_until},
+      {"statuses.claimed", &poll.claimed},
+      {"statuses.retry_wait", &poll.retry_wait}};
+  const std::string_view defaults[] = {"claimed_by", "lease_until", "claimed", "retry_wait"};
+  for (std::size_t i = 0; i < std::size(lease_keys); ++i) {
+    std::string& value = *lease_keys[i].second;
+    if (!lease && !value.empty()) {
+      error(path + "." + lease_keys[i].first, "used only with relay.claim: lease");
+    } else if (lease && value.empty()) {
+      value = defaults[i];
+    }
+  }
   const std::string statuses = join(path, "statuses");
-  if (poll.pending == poll.sent || poll.pending == poll.failed || poll.sent == poll.failed) {
-    error(statuses, "pending, sent and failed must be three different values");
+  const std::string* values[] = {&poll.pending, &poll.sent, &poll.failed, &poll.claimed,
+                                 &poll.retry_wait};
+  bool distinct = true;
+  for (std::size_t i = 0; i < std::size(values); ++i) {
+    for (std::size_t j = i + 1; j < std::size(values); ++j) {
+      distinct = distinct && (values[j]->empty() || *values[i] != *values[j]);
+    }
+  }
+  if (!distinct) {
+    error(statuses, lease ? "pending, sent, failed, claimed and retry_wait must be five "
+                            "different values"
+                          : "pending, sent and failed must be three different values");
   }
   // The relay writes these columns; one column for two purposes would corrupt the row.
   const std::pair<std::string_view, const std::string*> columns[] = {
-      {"status", &poll.status},
-      {"attempts", &poll.attempts},
-      {"sent_at", &poll.sent_at},
-      {"last_error", &poll.last_error}};
+      {"status", &poll.status},   {"attempts", &poll.attempts},
+      {"sent_at", &poll.sent_at}, {"last_error", &poll.last_error},
+      {"owner", &poll.owner},     {"lease_until", &poll.lease_until}};
   for (std::size_t i = 0; i < std::size(columns); ++i) {
     for (std::size_t j = i + 1; j < std::size(columns); ++j) {
       if (!columns[j].second->empty() && *columns[i].second == *columns[j].second) {
@@ -195,6 +221,7 @@ void Loader::check_poll_mode() {
       error(item + ".name", "source.mode poll needs one table per entry, not a pattern");
     }
     if (!table.outbox->poll) table.outbox->poll.emplace();
+    check_outbox_poll(item + ".outbox.poll", *table.outbox->poll);
   }
   if (!config_.messages.empty()) error("messages", "message outboxes" + std::string(kWal));
   if (config_.delivery == Delivery::kExactlyOnce) {

@@ -61,8 +61,8 @@ asio::awaitable<void> Relay::maintain() {
       auto fresh = backlog_;
       for (auto& entry : fresh) entry.second = Backlog{};
       for (const OutboxTable& t : tables_) {
-        pg::coro::Answer a = co_await pg::coro::query(
-            maint_, ex, backlog_sql(t), pg::coro::params(t.poll->pending, t.poll->failed));
+        pg::coro::Answer a =
+            co_await pg::coro::query(maint_, ex, backlog_sql(t), backlog_params(t));
         if (life_ == nullptr || stopping_) co_return;
         if (!a.ok()) {
           ok = false;

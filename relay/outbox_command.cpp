@@ -140,7 +140,7 @@ ExitCode run_outbox_status(const config::Config& cfg, bool json, std::ostream& o
   const bool ran = s.run([&]() -> asio::awaitable<void> {
     for (std::size_t i = 0; i < s.tables.size(); ++i) {
       const OutboxTable& t = s.tables[i];
-      Answer a = co_await s.query(backlog_sql(t), params(t.poll->pending, t.poll->failed));
+      Answer a = co_await s.query(backlog_sql(t), backlog_params(t));
       if (!a.ok()) {
         error = a.error;
         co_return;
@@ -171,9 +171,12 @@ ExitCode run_outbox_status(const config::Config& cfg, bool json, std::ostream& o
     const OutboxTable& t = s.tables[i];
     std::uint64_t pending = 0;
     std::uint64_t failed = 0;
+    std::uint64_t claimed = 0;  // claim: lease only
+    const bool lease = !t.poll->claimed.empty();
     std::optional<std::string> oldest;
     for (const auto& r : status[i].by_type) {
       pending += std::stoull(text(r[1], "0"));
+      claimed += std::stoull(text(r[4], "0"));
       failed += std::stoull(text(r[2], "0"));
       if (r[3] && (!oldest || std::stoll(*r[3]) > std::stoll(*oldest))) oldest = r[3];
     }
@@ -181,6 +184,7 @@ ExitCode run_outbox_status(const config::Config& cfg, bool json, std::ostream& o
       o += i > 0 ? ",{\"table\":" : "{\"table\":";
       json::append_string(o, t.name());
       o += ",\"pending\":" + std::to_string(pending) + ",\"failed\":" + std::to_string(failed) +
+           (lease ? ",\"claimed\":" + std::to_string(claimed) : std::string()) +
            ",\"oldest_pending_s\":";
       json_number(o, oldest);
       o += ",\"by_type\":[";
@@ -190,7 +194,7 @@ ExitCode run_outbox_status(const config::Config& cfg, bool json, std::ostream& o
         first = false;
         json_text(o, r[0]);
         o += ",\"pending\":" + text(r[1], "0") + ",\"failed\":" + text(r[2], "0") +
-             ",\"oldest_pending_s\":";
+             (lease ? ",\"claimed\":" + text(r[4], "0") : std::string()) + ",\"oldest_pending_s\":";
         json_number(o, r[3]);
         o += "}";
       }
@@ -216,8 +220,11 @@ ExitCode run_outbox_status(const config::Config& cfg, bool json, std::ostream& o
       continue;
     }
     o += t.name() + " (tables[" + std::to_string(t.config_index) +
-         "]): " + std::to_string(pending) + " pending, oldest " + (oldest ? *oldest + " s" : "-") +
-         "; " + std::to_string(failed) + " failed\n";
+         "]): " + std::to_string(pending) + " pending" +
+         (lease ? " (with " + t.poll->retry_wait + "), " + std::to_string(claimed) + " claimed"
+                : std::string()) +
+         ", oldest " + (oldest ? *oldest + " s" : "-") + "; " + std::to_string(failed) +
+         " failed\n";
     if (!status[i].by_type.empty()) {
       o += "  " + pad("aggregate type", 32) + pad("pending", 10, true) +
            pad("oldest (s)", 12, true) + pad("failed", 10, true) + "\n";

@@ -108,6 +108,23 @@ class Preflight : public std::enable_shared_from_this<Preflight> {
     need("outbox.poll.sent_at", p.sent_at);
     need("outbox.poll.order_by", p.order_by);
     need("outbox.poll.last_error", p.last_error);
+    need("outbox.poll.owner", p.owner);  // "" unless claim: lease
+    need("outbox.poll.lease_until", p.lease_until);
+    // The lease variant writes a uuid-shaped token to owner and now() + lease to lease_until
+    // (text, varchar, uuid: 25, 1043, 2950; timestamptz 1184, timestamp 1114: pg_type.dat).
+    if (const auto it = have.find(p.owner); !p.owner.empty() && it != have.end() &&
+                                            it->second != 25 && it->second != 1043 &&
+                                            it->second != 2950) {
+      result_.problems.push_back(entry + ".outbox.poll.owner: column " + pg::quote_ident(p.owner) +
+                                 " of " + t.name() +
+                                 " must be text, varchar or uuid (it holds the relay's token)");
+    }
+    if (const auto it = have.find(p.lease_until);
+        !p.lease_until.empty() && it != have.end() && it->second != 1184 && it->second != 1114) {
+      result_.problems.push_back(entry + ".outbox.poll.lease_until: column " +
+                                 pg::quote_ident(p.lease_until) + " of " + t.name() +
+                                 " must be timestamptz (it holds the end of a claim's lease)");
+    }
     if (have.contains(p.order_by) && nullable.contains(p.order_by)) {
       // The claim orders each key's rows by (order_by, event_id) and a NULL sorts last: a row
       // whose order_by is NULL would be published after the key's later rows.
@@ -172,8 +189,12 @@ class Preflight : public std::enable_shared_from_this<Preflight> {
   void check_status(std::size_t which, std::string type, std::string checks) {
     const OutboxTable& t = result_.tables.back();
     const config::OutboxPollConfig& p = *t.poll;
-    const std::vector<std::pair<const char*, const std::string*>> statuses = {
+    std::vector<std::pair<const char*, const std::string*>> statuses = {
         {"pending", &p.pending}, {"sent", &p.sent}, {"failed", &p.failed}};
+    if (!p.claimed.empty()) {  // claim: lease
+      statuses.emplace_back("claimed", &p.claimed);
+      statuses.emplace_back("retry_wait", &p.retry_wait);
+    }
     if (which == statuses.size()) {
       ++index_;
       next();
@@ -271,12 +292,16 @@ void preflight(pg::AsyncConnection& conn, const config::Config& cfg, router::Typ
 std::string setup_sql(const OutboxTable& t, const std::string& channel, bool retention) {
   using pg::quote_ident;
   const config::OutboxPollConfig& p = *t.poll;
-  const std::string pending = pg::quote_literal(p.pending);
+  // Under a lease the claim's scan also reads retry_wait rows and claimed ones (expired leases).
+  const std::string pending = p.claimed.empty() ? " = " + pg::quote_literal(p.pending)
+                                                : " IN (" + pg::quote_literal(p.pending) + ", " +
+                                                      pg::quote_literal(p.retry_wait) + ", " +
+                                                      pg::quote_literal(p.claimed) + ")";
   const std::string base = t.table.size() > 40 ? t.table.substr(0, 40) : t.table;
   std::string sql = "-- the claim's scan (oldest pending first) and its head-of-key check\n";
   sql += "CREATE INDEX IF NOT EXISTS " + quote_ident(base + "_pending") + " ON " + t.quoted() +
          " (" + quote_ident(p.order_by) + ", " + quote_ident(t.outbox->event_id) + ") WHERE " +
-         quote_ident(p.status) + " = " + pending + ";\n";
+         quote_ident(p.status) + pending + ";\n";
   sql += "CREATE INDEX IF NOT EXISTS " + quote_ident(base + "_pending_key") + " ON " + t.quoted() +
          " (" + quote_ident(t.outbox->aggregate_id) + ", " + quote_ident(p.order_by) + ") WHERE " +
          quote_ident(p.status) + " <> " + pg::quote_literal(p.sent) + ";\n";

@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <charconv>
 #include <cstdlib>
+#include <random>
 #include <set>
 
 #include "walrelay/core/json.hpp"
@@ -51,6 +52,26 @@ config::KafkaConfig relay_kafka(const config::Config& cfg) {
   return k;
 }
 
+/// The lease variant's owner token: a random version 4 UUID (RFC 9562 §5.4) per process start, so
+/// that it fits an owner column of type uuid as well as text.
+std::string new_owner_token() {
+  std::random_device device;
+  std::mt19937_64 gen((static_cast<std::uint64_t>(device()) << 32) ^ device() ^
+                      static_cast<std::uint64_t>(now_ms()));
+  std::uint64_t hi = gen();
+  std::uint64_t lo = gen();
+  hi = (hi & ~0xf000ULL) | 0x4000ULL;            // version 4
+  lo = (lo & ~(0xcULL << 60)) | (0x8ULL << 60);  // variant 10
+  constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 32; ++i) {
+    const std::uint64_t word = i < 16 ? hi : lo;
+    out += kHex[(word >> (60 - 4 * (i % 16))) & 0xf];
+    if (i == 7 || i == 11 || i == 15 || i == 19) out += '-';
+  }
+  return out;
+}
+
 }  // namespace
 
 Relay::Relay(asio::io_context& io, config::Config cfg)
@@ -61,7 +82,9 @@ Relay::Relay(asio::io_context& io, config::Config cfg)
       tick_timer_(io),
       ack_timer_(io),
       maint_(io.get_executor(), cfg_.source.conninfo, "walrelay-relay-maint " + cfg_.name),
-      maint_timer_(io) {
+      maint_timer_(io),
+      lease_(cfg_.relay.claim == config::RelayClaim::kLease),
+      owner_token_(lease_ ? new_owner_token() : std::string()) {
   conn_.set_startup_options(conninfo_options(cfg_.source.conninfo));
 }
 
@@ -105,6 +128,10 @@ void Relay::start(app::Lifecycle& life) {
   producer_->start();
   spdlog::info("relay {}: source.mode poll, claim {}, batch {}, {} table(s)", cfg_.name,
                config::to_string(cfg_.relay.claim), cfg_.relay.batch, cfg_.tables.size());
+  if (lease_) {
+    spdlog::info("relay {}: owner token {}, lease {} ms", cfg_.name, owner_token_,
+                 cfg_.relay.lease.count());
+  }
   start_metrics();
   preflight_running_ = true;
   preflight(conn_, cfg_, types_, [this](PreflightResult r) { on_preflight(std::move(r)); });
@@ -146,7 +173,8 @@ void Relay::on_preflight(PreflightResult result) {
   }
   tables_ = std::move(result.tables);
   for (const OutboxTable& t : tables_) {
-    claim_sql_.push_back(claim_sql(t, cfg_.relay.batch, cfg_.relay.failed_blocks_key));
+    claim_sql_.push_back(lease_ ? lease_claim_sql(t, cfg_.relay.batch, cfg_.relay.failed_blocks_key)
+                                : claim_sql(t, cfg_.relay.batch, cfg_.relay.failed_blocks_key));
   }
   started_ = true;
   db_ok_ = true;  // the preflight's queries were answered
@@ -209,6 +237,18 @@ void Relay::claim_next_table() {
     end_tick();
     return;
   }
+  if (lease_) {
+    // The claim is one statement, its own short transaction: nothing stays open while Kafka is
+    // waited on (docs/relay.md "The lease variant").
+    const OutboxTable& t = tables_[table_];
+    std::vector<std::optional<std::string>> params{t.poll->pending, t.poll->retry_wait,
+                                                   t.poll->claimed, owner_token_,
+                                                   std::to_string(cfg_.relay.lease.count())};
+    if (cfg_.relay.failed_blocks_key) params.emplace_back(t.poll->failed);
+    conn_.query_params(claim_sql_[table_], std::move(params), {},
+                       [this](pg::AsyncConnection::Result res) { on_claimed(std::move(res)); });
+    return;
+  }
   // One statement after the other, each from the previous one's answer: a statement is never
   // queued behind one that failed, so none runs on a session that reconnected outside the
   // transaction.
@@ -217,6 +257,7 @@ void Relay::claim_next_table() {
       fail_tick("BEGIN failed: " + r.error(), false);
       return;
     }
+    txn_open_ = true;
     const OutboxTable& t = tables_[table_];
     std::vector<std::optional<std::string>> params{t.poll->pending};
     if (cfg_.relay.failed_blocks_key) params.emplace_back(t.poll->failed);
@@ -230,12 +271,19 @@ void Relay::on_claimed(pg::AsyncConnection::Result result) {
     fail_tick("the claim of " + tables_[table_].name() + " failed: " + result.error(), true);
     return;
   }
+  if (result->empty() && lease_) {
+    backoff_ = milliseconds(0);
+    ++table_;
+    claim_next_table();
+    return;
+  }
   if (result->empty()) {
     conn_.query("COMMIT", {}, [this](const pg::AsyncConnection::Result& r) {
       if (!r) {
         fail_tick("COMMIT failed: " + r.error(), false);
         return;
       }
+      txn_open_ = false;
       backoff_ = milliseconds(0);  // PostgreSQL answers again: notifications wake it again
       ++table_;
       claim_next_table();
@@ -388,9 +436,14 @@ void Relay::reports_done() {
         break;
       }
     }
-    fail_tick("Kafka acknowledged no record of a batch of " + std::to_string(rows_.size()) +
-                  (why.empty() ? std::string(" (timed out)") : ": " + why),
-              true);
+    std::string message = "Kafka acknowledged no record of a batch of " +
+                          std::to_string(rows_.size()) +
+                          (why.empty() ? std::string(" (timed out)") : ": " + why);
+    if (lease_) {
+      release_all(std::move(message));
+      return;
+    }
+    fail_tick(message, true);
     return;
   }
   write_back(decision);
@@ -398,6 +451,22 @@ void Relay::reports_done() {
 
 void Relay::write_back(const BatchDecision& decision) {
   auto d = std::make_shared<BatchDecision>(decision);
+  if (!lease_) {
+    mark_sent(d);
+    return;
+  }
+  // The lease variant's second short transaction: only rows this token still holds change.
+  conn_.query("BEGIN", {}, [this, d](const pg::AsyncConnection::Result& r) {
+    if (!r) {
+      fail_tick("BEGIN failed: " + r.error(), false);
+      return;
+    }
+    txn_open_ = true;
+    mark_sent(d);
+  });
+}
+
+void Relay::mark_sent(const std::shared_ptr<BatchDecision>& d) {
   if (d->sent.empty()) {
     write_failures(d, 0);
     return;
@@ -406,21 +475,79 @@ void Relay::write_back(const BatchDecision& decision) {
   tids.reserve(d->sent.size());
   for (std::size_t i : d->sent) tids.push_back(rows_[i].tid);
   const OutboxTable& t = tables_[table_];
-  conn_.query_params(mark_sent_sql(t), {t.poll->sent, tid_array(tids)}, {},
+  std::vector<std::optional<std::string>> params{t.poll->sent, tid_array(tids)};
+  if (lease_) {
+    params.emplace_back(owner_token_);
+    params.emplace_back(t.poll->claimed);
+  }
+  conn_.query_params(lease_ ? lease_mark_sent_sql(t) : mark_sent_sql(t), std::move(params), {},
                      [this, d](const pg::AsyncConnection::Result& r) {
                        if (!r) {
                          fail_tick("marking rows sent failed: " + r.error(), true,
                                    conn_.last_error().kind);
                          return;
                        }
-                       sent_ += d->sent.size();
+                       const std::size_t changed = lease_ ? r->size() : d->sent.size();
+                       if (changed < d->sent.size()) lease_lost(d->sent.size() - changed);
+                       sent_ += changed;
                        write_failures(d, 0);
                      });
 }
 
+void Relay::lease_lost(std::size_t rows) {
+  spdlog::warn(
+      "relay: {} row(s) of a batch of {} were no longer claimed by this relay when marked (the "
+      "lease of {} ms passed; another instance publishes them again, at least once)",
+      rows, rows_.size(), cfg_.relay.lease.count());
+}
+
+void Relay::release_rest(const std::shared_ptr<BatchDecision>& d) {
+  // Rows neither sent nor failed (behind their key's first failure, or not published) go back to
+  // pending without an attempt; in claim: transaction the COMMIT leaves them pending.
+  std::vector<bool> decided(rows_.size(), false);
+  for (std::size_t i : d->sent) decided[i] = true;
+  for (const RowFailure& f : d->failures) decided[f.row] = true;
+  std::vector<std::string> tids;
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    if (!decided[i]) tids.push_back(rows_[i].tid);
+  }
+  if (!lease_ || tids.empty()) {
+    commit();
+    return;
+  }
+  const OutboxTable& t = tables_[table_];
+  conn_.query_params(
+      lease_release_sql(t), {t.poll->pending, tid_array(tids), owner_token_, t.poll->claimed}, {},
+      [this](const pg::AsyncConnection::Result& r) {
+        if (!r) {
+          fail_tick("giving claimed rows back failed: " + r.error(), true, conn_.last_error().kind);
+          return;
+        }
+        commit();
+      });
+}
+
+void Relay::release_all(std::string why) {
+  std::vector<std::string> tids;
+  tids.reserve(rows_.size());
+  for (const Row& r : rows_) tids.push_back(r.tid);
+  const OutboxTable& t = tables_[table_];
+  // One statement, its own transaction: the batch goes back to pending, no attempt counted.
+  conn_.query_params(
+      lease_release_sql(t), {t.poll->pending, tid_array(tids), owner_token_, t.poll->claimed}, {},
+      [this, why = std::move(why)](const pg::AsyncConnection::Result& r) {
+        if (!r) {
+          fail_tick(why + "; giving the batch back failed too (its lease ends it): " + r.error(),
+                    false);
+          return;
+        }
+        fail_tick(why, true);
+      });
+}
+
 void Relay::write_failures(std::shared_ptr<BatchDecision> d, std::size_t next) {
   if (next == d->failures.size()) {
-    commit();
+    release_rest(d);
     return;
   }
   const RowFailure& f = d->failures[next];
@@ -431,17 +558,28 @@ void Relay::write_failures(std::shared_ptr<BatchDecision> d, std::size_t next) {
     spdlog::warn("relay: event {} of {} is now {}: {}", row.event_id, t.name(), t.poll->failed,
                  reason);
   }
-  std::vector<std::optional<std::string>> params{
-      f.count_attempt ? "1" : "0", f.failed ? t.poll->failed : t.poll->pending, row.tid};
+  // Under a lease a row that failed but may be tried again waits as retry_wait (claimable like
+  // pending); in claim: transaction it stays pending.
+  const std::string& again = lease_ ? t.poll->retry_wait : t.poll->pending;
+  std::vector<std::optional<std::string>> params{f.count_attempt ? "1" : "0",
+                                                 f.failed ? t.poll->failed : again, row.tid};
+  if (lease_) {
+    params.emplace_back(owner_token_);
+    params.emplace_back(t.poll->claimed);
+  }
   if (!t.poll->last_error.empty()) params.emplace_back(std::move(reason));
-  conn_.query_params(mark_failure_sql(t), std::move(params), {},
-                     [this, d, next](const pg::AsyncConnection::Result& r) {
+  conn_.query_params(lease_ ? lease_mark_failure_sql(t) : mark_failure_sql(t), std::move(params),
+                     {}, [this, d, next](const pg::AsyncConnection::Result& r) {
                        if (!r) {
                          fail_tick("recording a failed row failed: " + r.error(), true,
                                    conn_.last_error().kind);
                          return;
                        }
-                       if (d->failures[next].failed) ++failed_;
+                       if (lease_ && r->empty()) {
+                         lease_lost(1);
+                       } else if (d->failures[next].failed) {
+                         ++failed_;
+                       }
                        write_failures(d, next + 1);
                      });
 }
@@ -452,6 +590,7 @@ void Relay::commit() {
       fail_tick("COMMIT failed: " + r.error(), false);
       return;
     }
+    txn_open_ = false;
     backoff_ = milliseconds(0);
     rows_.clear();
     ++table_;
@@ -473,9 +612,12 @@ void Relay::fail_tick(const std::string& why, bool rollback, pg::ErrorKind kind)
         "relay: {}; rolled back and stopping: the table refuses what the relay writes, and "
         "retrying would publish the same rows again at every tick ({})",
         why, "docs/relay.md \"Checks\"");
-    conn_.query("ROLLBACK", {}, [this](const pg::AsyncConnection::Result& r) {
-      if (!r) conn_.close();
-    });
+    if (txn_open_) {
+      conn_.query("ROLLBACK", {}, [this](const pg::AsyncConnection::Result& r) {
+        if (!r) conn_.close();
+      });
+    }
+    txn_open_ = false;
     in_tick_ = false;
     finish(ExitCode::kRuntimeError);
     return;
@@ -483,13 +625,14 @@ void Relay::fail_tick(const std::string& why, bool rollback, pg::ErrorKind kind)
   const milliseconds min = cfg_.relay.backoff_min;
   backoff_ = backoff_.count() == 0 ? min : std::min(backoff_ * 2, cfg_.relay.backoff_max);
   spdlog::warn("relay: {}; rolled back, next tick in {} ms", why, backoff_.count());
-  if (rollback) {
+  if (rollback && txn_open_) {
     conn_.query("ROLLBACK", {}, [this](const pg::AsyncConnection::Result& r) {
       if (!r) conn_.close();  // the server rolls back the session's transaction
     });
-  } else {
+  } else if (!rollback) {
     conn_.close();
   }
+  txn_open_ = false;
   in_tick_ = false;
   if (stopping_) {
     finish(ExitCode::kOk);

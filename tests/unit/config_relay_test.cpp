@@ -102,12 +102,74 @@ TEST(ConfigRelay, EveryKeyIsRead) {
   EXPECT_EQ(poll.last_error, "why");
 }
 
-TEST(ConfigRelay, LeaseIsRefusedAsNotBuilt) {
-  const LoadResult r = load(poll_config("relay:\n  claim: lease\n"));
-  EXPECT_EQ(reason_for(r, "relay.claim"), "lease is not built yet") << dump(r.errors);
-  const LoadResult cols = load(poll_config("", "      poll:\n        owner: claimed_by\n"));
-  EXPECT_EQ(reason_for(cols, "tables[0].outbox.poll.owner"),
-            "used by relay.claim: lease, which is not built yet");
+TEST(ConfigRelay, LeaseReadsItsKeysAndDefaults) {
+  const Config defaults =
+      load_ok(poll_config("relay:\n  claim: lease\n  lease: 30s\n  ack_timeout: 10s\n"));
+  EXPECT_EQ(defaults.relay.claim, RelayClaim::kLease);
+  EXPECT_EQ(to_string(defaults.relay.claim), "lease");
+  EXPECT_EQ(defaults.relay.lease, 30s);
+  const OutboxPollConfig& d = *defaults.tables.at(0).outbox->poll;
+  EXPECT_EQ(d.owner, "claimed_by");
+  EXPECT_EQ(d.lease_until, "lease_until");
+  EXPECT_EQ(d.claimed, "claimed");
+  EXPECT_EQ(d.retry_wait, "retry_wait");
+  const Config named = load_ok(poll_config(
+      "relay:\n  claim: lease\n  lease: 2s\n  ack_timeout: 1s\n",
+      "      poll:\n        owner: owner_token\n        lease_until: lease_end\n        "
+      "statuses: {claimed: C, retry_wait: R}\n"));
+  const OutboxPollConfig& n = *named.tables.at(0).outbox->poll;
+  EXPECT_EQ(n.owner, "owner_token");
+  EXPECT_EQ(n.lease_until, "lease_end");
+  EXPECT_EQ(n.claimed, "C");
+  EXPECT_EQ(n.retry_wait, "R");
+  // claim: transaction leaves them empty (the relay then never writes them).
+  const Config tx = load_ok(poll_config(""));
+  EXPECT_EQ(tx.tables.at(0).outbox->poll->owner, "");
+  EXPECT_EQ(tx.tables.at(0).outbox->poll->claimed, "");
+}
+
+TEST(ConfigRelay, LeaseRefusals) {
+  // The acknowledgements must be awaited within the lease, whichever key comes first.
+  const LoadResult equal = load(poll_config("relay:\n  claim: lease\n  lease: 30s\n"));
+  EXPECT_EQ(reason_for(equal, "relay.ack_timeout"),
+            "must be shorter than relay.lease (30000 ms) with claim: lease")
+      << dump(equal.errors);
+  const LoadResult longer =
+      load(poll_config("relay:\n  ack_timeout: 5s\n  lease: 2s\n  claim: lease\n"));
+  EXPECT_EQ(reason_for(longer, "relay.ack_timeout"),
+            "must be shorter than relay.lease (2000 ms) with claim: lease");
+  // The lease keys without claim: lease.
+  const LoadResult owner = load(poll_config("", "      poll:\n        owner: claimed_by\n"));
+  EXPECT_EQ(reason_for(owner, "tables[0].outbox.poll.owner"), "used only with relay.claim: lease");
+  const LoadResult until = load(poll_config("", "      poll:\n        lease_until: l\n"));
+  EXPECT_EQ(reason_for(until, "tables[0].outbox.poll.lease_until"),
+            "used only with relay.claim: lease");
+  const LoadResult status =
+      load(poll_config("relay:\n  claim: transaction\n",
+                       "      poll:\n        statuses: {claimed: c, retry_wait: r}\n"));
+  EXPECT_EQ(reason_for(status, "tables[0].outbox.poll.statuses.claimed"),
+            "used only with relay.claim: lease");
+  EXPECT_EQ(reason_for(status, "tables[0].outbox.poll.statuses.retry_wait"),
+            "used only with relay.claim: lease");
+  // Five distinct statuses, and columns of their own.
+  const std::string lease = "relay:\n  claim: lease\n  ack_timeout: 1s\n";
+  const LoadResult same =
+      load(poll_config(lease, "      poll:\n        statuses: {claimed: sent}\n"));
+  EXPECT_EQ(reason_for(same, "tables[0].outbox.poll.statuses"),
+            "pending, sent, failed, claimed and retry_wait must be five different values");
+  const LoadResult same_wait =
+      load(poll_config(lease, "      poll:\n        statuses: {retry_wait: pending}\n"));
+  EXPECT_NE(reason_for(same_wait, "tables[0].outbox.poll.statuses"), "");
+  const LoadResult column = load(poll_config(lease, "      poll:\n        owner: status\n"));
+  EXPECT_EQ(reason_for(column, "tables[0].outbox.poll.owner"),
+            "column \"status\" is also poll.status");
+  const LoadResult until_col =
+      load(poll_config(lease, "      poll:\n        lease_until: sent_at\n"));
+  EXPECT_EQ(reason_for(until_col, "tables[0].outbox.poll.lease_until"),
+            "column \"sent_at\" is also poll.sent_at");
+  EXPECT_NE(reason_for(load(poll_config(lease, "      poll:\n        owner: \"\"\n")),
+                       "tables[0].outbox.poll.owner"),
+            "");
 }
 
 TEST(ConfigRelay, BadValuesNameTheKey) {

@@ -21,9 +21,11 @@ enum class SourceMode : std::uint8_t {
 /// `relay.claim`: how a relay instance claims rows.
 enum class RelayClaim : std::uint8_t {
   /// transaction: claim, publish, wait for Kafka, mark sent and COMMIT in one PostgreSQL
-  /// transaction (the row locks are the claim). The only one built.
+  /// transaction (the row locks are the claim).
   kTransaction,
-  /// lease: a short transaction sets claimed + owner + lease; refused by the loader (not built).
+  /// lease: a short transaction sets the rows claimed with this process's owner token and a
+  /// lease; they are published with no transaction open and marked in a second short one, only
+  /// where the token still owns them (docs/relay.md "The lease variant").
   kLease,
 };
 
@@ -54,7 +56,8 @@ struct RelayConfig {
   /// A `failed` row blocks the later rows of its key (order over liveness, default true); false:
   /// they flow past it.
   bool failed_blocks_key = true;
-  /// `claim: lease` only (not built): the lease length. Default 30 s.
+  /// `claim: lease` only: how long a claim holds its rows; a claimed row whose lease passed may be
+  /// claimed by any instance. Must be longer than `ack_timeout`. Default 30 s.
   std::chrono::milliseconds lease{30'000};
   /// Delete `sent` rows older than this (their `sent_at`; 0 = keep, the default): the relay's
   /// retention job, in batches of at most 1,000 rows per table (docs/relay.md "Retention").
@@ -77,6 +80,12 @@ struct OutboxPollConfig {
   std::string failed = "failed";        ///< statuses.failed
   /// Optional text column for the reason a row failed ("" = none).
   std::string last_error;
+  // `relay.claim: lease` only. Empty unless it is configured; the loader then fills the
+  // defaults (and refuses them with `claim: transaction`).
+  std::string owner;        ///< text or uuid column: the claiming process's token (`claimed_by`)
+  std::string lease_until;  ///< timestamptz column: the claim's end (`lease_until`)
+  std::string claimed;      ///< statuses.claimed (`claimed`)
+  std::string retry_wait;   ///< statuses.retry_wait: failed once, claimable again (`retry_wait`)
 };
 
 }  // namespace walrelay::config

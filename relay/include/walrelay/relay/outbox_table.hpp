@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,31 @@ struct OutboxTable {
 /// then `t.columns` in order; rows in (`order_by`, `event_id`) order.
 std::string claim_sql(const OutboxTable& t, std::size_t batch, bool failed_blocks_key);
 
+/// `relay.claim: lease`'s claim (docs/relay.md "The lease variant"), one statement run on its
+/// own (its own short transaction): `$1` pending, `$2` retry_wait, `$3` claimed, `$4` the owner
+/// token, `$5` the lease in milliseconds, `$6` failed (only when `failed_blocks_key`: the statement
+/// has no `$6` otherwise). It locks up to `batch` rows that are pending, retry_wait, or claimed
+/// with a lease that has passed, with FOR UPDATE SKIP LOCKED in (`order_by`, `event_id`) order,
+/// keeps those no older row of their key outside the locked set holds back (pending, retry_wait,
+/// claimed whatever its lease, failed when it blocks), and sets them claimed, owned by `$4` until
+/// now() + `$5`. Result columns as claim_sql's, column 0 the ctid of the row as updated.
+std::string lease_claim_sql(const OutboxTable& t, std::size_t batch, bool failed_blocks_key);
+
+/// The lease variant's marks touch only rows `owner` = the token and `status` = claimed (a row
+/// whose lease passed and another instance claimed is left alone); each returns one row per row
+/// changed. Sent: `$1` sent, `$2` a tid[] literal, `$3` the token, `$4` claimed; sets sent_at and
+/// clears owner and lease_until.
+std::string lease_mark_sent_sql(const OutboxTable& t);
+
+/// One row's failure under a lease: attempts + `$1` (0 or 1), status `$2` (retry_wait or failed),
+/// `$3` its ctid, `$4` the token, `$5` claimed, `$6` the reason (only with last_error configured);
+/// clears owner and lease_until.
+std::string lease_mark_failure_sql(const OutboxTable& t);
+
+/// Gives claimed rows back without counting an attempt: status `$1` (pending), `$2` a tid[]
+/// literal, `$3` the token, `$4` claimed; clears owner and lease_until.
+std::string lease_release_sql(const OutboxTable& t);
+
 /// Marks rows sent: `$1` the sent status, `$2` a tid[] literal of the rows (their ctid, stable
 /// while the claim transaction holds their locks).
 std::string mark_sent_sql(const OutboxTable& t);
@@ -55,12 +81,15 @@ std::string mark_sent_sql(const OutboxTable& t);
 /// statement has no `$4` otherwise).
 std::string mark_failure_sql(const OutboxTable& t);
 
-/// The backlog per aggregate type (docs/relay.md "Status"): `$1` the pending status, `$2` the
-/// failed one. One row per aggregate type (its text; NULL for a NULL type) with a pending or
-/// failed row: type, pending rows, failed rows, the oldest pending row's age in whole seconds
-/// (NULL without `age_column` or without pending rows). Reads only pending and failed rows (the
-/// partial index on `status <> sent` serves it).
+/// The backlog per aggregate type (docs/relay.md "Status"), with backlog_params(t): `$1` the
+/// pending status, `$2` the failed one, and under `claim: lease` `$3` retry_wait and `$4` claimed.
+/// One row per aggregate type (its text; NULL for a NULL type) with a row not sent: type, rows
+/// waiting to be claimed (pending, and retry_wait under a lease), failed rows, the oldest unsent
+/// row's age in whole seconds (NULL without `age_column` or without such rows), claimed rows
+/// (0 without a lease). Reads only rows not sent (the partial index on `status <> sent` serves it).
 std::string backlog_sql(const OutboxTable& t);
+/// The parameters of backlog_sql(t).
+std::vector<std::optional<std::string>> backlog_params(const OutboxTable& t);
 
 /// The oldest `limit` failed rows (`$1` the failed status): event id, aggregate type, aggregate
 /// id, attempts, last_error (NULL when not configured), age in whole seconds (NULL without

@@ -14,12 +14,21 @@
 // transaction COMMITs. A crash before the COMMIT leaves the rows pending: published again with the
 // same `id`, never lost. Whole-batch failure: ROLLBACK and back off the whole tick.
 //
+// claim: lease (docs/relay.md "The lease variant"): the claim is one statement on its own
+// (lease_claim_sql: the same selection over pending, retry_wait and expired claims, setting
+// claimed + this process's owner token + lease_until), committed before anything is published;
+// the marks run afterwards in a second short transaction, each guarded by the token (the lease_*
+// statements), rows behind a key's first failure going back to pending; a whole-batch failure
+// gives the batch back to pending (release_all) and backs off. A crash leaves the batch claimed
+// until its lease passes; then any instance takes it over.
+//
 // Wake-up: LISTEN on relay.notify_channel (a second session; notifications coalesce into one
 // tick), relay.poll_interval as the backstop, and at once again after a full batch.
 //
 // Test seam (docs/relay.md "Test seam"): WALRELAY_RELAY_TEST_CRASH_AFTER_ACK=<event id>, read
 // only here, makes the process exit (code 86, no clean-up) once Kafka acknowledged that event and
-// before the claim transaction COMMITs: what a crash at the worst moment does.
+// before the claim transaction COMMITs (claim: lease: before the marks): what a crash at the
+// worst moment does.
 //
 // Beside the ticks, on a session of its own (so that neither waits for the other): every
 // kMaintenanceInterval the backlog gauges of /metrics (backlog_sql) and, with relay.retention,
@@ -91,7 +100,16 @@ class Relay : public app::System {
   void on_delivery(const kafka::DeliveryReport& report);
   void reports_done();
   void write_back(const BatchDecision& decision);
+  void mark_sent(const std::shared_ptr<BatchDecision>& decision);
   void write_failures(std::shared_ptr<BatchDecision> decision, std::size_t next);
+  /// claim: lease: the batch's rows neither sent nor failed go back to pending (no attempt), then
+  /// the COMMIT; claim: transaction: the COMMIT alone (they stayed pending).
+  void release_rest(const std::shared_ptr<BatchDecision>& decision);
+  /// claim: lease, Kafka acknowledged nothing: the whole batch back to pending (no attempt), then
+  /// fail_tick(why) backs off.
+  void release_all(std::string why);
+  /// claim: lease: logs rows a mark found no longer claimed by this token (the lease passed).
+  void lease_lost(std::size_t rows);
   void commit();
   /// The tick failed (a server or connection error, a whole-batch Kafka failure): drops the
   /// transaction and backs off. `kind` kStatement (the table refused a statement the relay
@@ -160,6 +178,11 @@ class Relay : public app::System {
   std::uint64_t failed_ = 0;     ///< rows marked failed
   std::uint64_t rollbacks_ = 0;  ///< ticks that failed (rolled back, backed off)
   std::uint64_t retention_deleted_ = 0;
+
+  bool txn_open_ = false;  ///< a BEGIN on conn_ not yet committed or rolled back
+  const bool lease_;       ///< relay.claim: lease
+  /// claim: lease: this process's owner token (a random uuid per start) written to poll.owner.
+  const std::string owner_token_;
 };
 
 }  // namespace walrelay::relay
