@@ -16,6 +16,8 @@ std::string_view to_string(BreakClass value) {
       return "in_flight";
     case BreakClass::kDuplicate:
       return "duplicate";
+    case BreakClass::kFailed:
+      return "failed";
   }
   return "unknown";
 }

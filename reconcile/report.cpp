@@ -10,8 +10,6 @@ namespace walrelay::reconcile {
 
 namespace {
 
-constexpr std::array kBreakClasses = {BreakClass::kMissing, BreakClass::kPhantom,
-                                      BreakClass::kConflict, BreakClass::kInFlight};
 constexpr std::size_t kExamples = 3;
 
 std::string pad(std::string s, std::size_t width) {
@@ -71,8 +69,12 @@ void write_summary(std::ostream& out, const Report& report) {
     out << t.table << ": " << t.source_rows << " rows, " << t.kafka_records << " records in";
     for (const auto& topic : t.topics) out << " " << topic;
     if (t.topics.empty()) out << " (no topic)";
-    out << "; snapshot at " << t.snapshot_lsn
-        << (t.delivered ? ", delivered" : ", NOT delivered in time (missing = in_flight)");
+    if (t.poll) {
+      out << "; poll mode, " << t.in_flight_rows << " pending rows in flight";
+    } else {
+      out << "; snapshot at " << t.snapshot_lsn
+          << (t.delivered ? ", delivered" : ", NOT delivered in time (missing = in_flight)");
+    }
     if (t.expanded_buckets > 0) out << "; " << t.expanded_buckets << " buckets expanded";
     if (t.newer_than_snapshot > 0) {
       out << "; " << t.newer_than_snapshot << " records newer than the snapshot";
@@ -160,6 +162,7 @@ void write_json(std::ostream& out, const Report& report) {
     s += ",\"snapshot_lsn\":";
     json::append_string(s, t.snapshot_lsn);
     s += std::string(",\"delivered\":") + (t.delivered ? "true" : "false");
+    if (t.poll) s += ",\"mode\":\"poll\",\"in_flight_rows\":" + std::to_string(t.in_flight_rows);
     s += ",\"breaks\":[";
     for (std::size_t j = 0; j < t.found.breaks.size(); ++j) {
       const auto& b = t.found.breaks[j];

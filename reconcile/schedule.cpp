@@ -15,9 +15,6 @@ using metrics::label;
 using metrics::metric;
 using metrics::sample;
 
-constexpr std::array kBreakClasses = {BreakClass::kMissing, BreakClass::kPhantom,
-                                      BreakClass::kConflict, BreakClass::kInFlight};
-
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())

@@ -179,9 +179,10 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(cfg->log.level));
 
   const bool poll = cfg->source.mode == walrelay::config::SourceMode::kPoll;
-  if (poll && !*run && !*check) {
+  if (poll && !*run && !*check && !*reconcile) {
     // The other commands read the slot or its stream, which poll mode has none of.
-    std::cerr << "walrelay: source.mode poll (docs/relay.md) supports run and check only\n";
+    std::cerr << "walrelay: source.mode poll (docs/relay.md) supports run, check and reconcile "
+                 "only\n";
     return static_cast<int>(ExitCode::kConfigError);
   }
   if (*reconcile) {

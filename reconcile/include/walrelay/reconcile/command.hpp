@@ -10,6 +10,11 @@
 // digest (header `payload_digest`, else router::payload_digest of the value), in buckets
 // (buckets.hpp) so memory is bounded by `reconcile.buckets` and `reconcile.max_expanded_entries`
 // whatever the topic holds.
+//
+// With `source.mode: poll` (docs/relay.md) there is no slot to wait for: a row's `poll.status`
+// says whether it must be in Kafka (`sent`), is on its way (`pending`: an `in_flight` break only
+// once older than reconcile.in_flight_limit) or was given up on (`failed`, a break of its own);
+// docs/reconcile.md "Poll mode".
 
 #include <chrono>
 #include <optional>
