@@ -18,6 +18,14 @@ std::string_view to_string(BreakClass value) {
       return "duplicate";
     case BreakClass::kFailed:
       return "failed";
+    case BreakClass::kNotInInbox:
+      return "not_in_inbox";
+    case BreakClass::kPhantomInInbox:
+      return "phantom_in_inbox";
+    case BreakClass::kQuarantined:
+      return "quarantined";
+    case BreakClass::kDeferred:
+      return "deferred";
   }
   return "unknown";
 }

@@ -9,12 +9,14 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "inbox_check.hpp"
 #include "outbox_source.hpp"
 #include "pg_session.hpp"
 #include "repair.hpp"
 #include "run_once.hpp"
 #include "schedule.hpp"
 #include "topic_reader.hpp"
+#include "walrelay/core/headers.hpp"
 #include "walrelay/kafka/security.hpp"
 #include "walrelay/pg/replication_stream.hpp"
 #include "walrelay/reconcile/break_ages.hpp"
@@ -117,6 +119,26 @@ std::expected<bool, Failure> wait_delivered(PgSession& catalog, const std::strin
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+}
+
+/// The ids of `ids` that `t` holds now (outside the comparison's snapshot).
+std::expected<std::unordered_set<std::string>, Failure> present_in(
+    PgSession& catalog, const OutboxTable& t, const std::vector<std::string>& ids) {
+  std::unordered_set<std::string> present;
+  const std::string col = pg::quote_ident(t.outbox->event_id);
+  const std::string sql =
+      "SELECT " + col + "::text FROM " + t.quoted() + " WHERE " + col + "::text = ANY($1::text[])";
+  for (std::size_t i = 0; i < ids.size(); i += kPhantomLookupBatch) {
+    const std::vector<std::string> batch(
+        ids.begin() + static_cast<std::ptrdiff_t>(i),
+        ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), i + kPhantomLookupBatch)));
+    auto rows = catalog.query(sql, {text_array_literal(batch)});
+    if (!rows) return std::unexpected(pg_failure("looking up " + t.name(), rows.error()));
+    for (const auto& r : rows.value()) {
+      if (r[0]) present.insert(*r[0]);
+    }
+  }
+  return present;
 }
 
 /// Compares one outbox table. `snapshot` holds the source's transaction.
@@ -290,21 +312,7 @@ class TableComparison {
 
   std::expected<std::unordered_set<std::string>, Failure> present_now(
       const OutboxTable& t, const std::vector<std::string>& ids) {
-    std::unordered_set<std::string> present;
-    const std::string col = pg::quote_ident(t.outbox->event_id);
-    const std::string sql = "SELECT " + col + "::text FROM " + t.quoted() + " WHERE " + col +
-                            "::text = ANY($1::text[])";
-    for (std::size_t i = 0; i < ids.size(); i += kPhantomLookupBatch) {
-      const std::vector<std::string> batch(
-          ids.begin() + static_cast<std::ptrdiff_t>(i),
-          ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), i + kPhantomLookupBatch)));
-      auto rows = catalog_.query(sql, {text_array_literal(batch)});
-      if (!rows) return std::unexpected(pg_failure("looking up " + t.name(), rows.error()));
-      for (const auto& r : *rows) {
-        if (r[0]) present.insert(*r[0]);
-      }
-    }
-    return present;
+    return present_in(catalog_, t, ids);
   }
 
   const config::Config& cfg_;
@@ -362,6 +370,20 @@ std::expected<Report, Failure> compare(const config::Config& cfg, const Options&
       }
     }
   }
+  if (options.inbox) {
+    if (!cfg.inbox.present) {
+      return std::unexpected(Failure{ExitCode::kConfigError,
+                                     "inbox.conninfo: --inbox compares with the inbox of the "
+                                     "configuration's inbox: section, which it does not have"});
+    }
+    if (cfg.inbox.event_id !=
+        config::InboxField{config::InboxFieldSource::kHeader, std::string(header::kId)}) {
+      return std::unexpected(Failure{ExitCode::kConfigError,
+                                     "inbox.event_id: --inbox matches the ledger by the "
+                                     "connector's event id header (header:id), not " +
+                                         config::to_string(cfg.inbox.event_id)});
+    }
+  }
   router::TypeRegistry types;
   {
     OutboxSource describer(**catalog, types);
@@ -411,6 +433,21 @@ std::expected<Report, Failure> compare(const config::Config& cfg, const Options&
     report.tables.push_back(std::move(*done));
   }
   (void)(*snapshot)->query("COMMIT");
+  if (options.inbox) {
+    auto present = [&](const std::vector<std::string>& ids)
+        -> std::expected<std::unordered_set<std::string>, Failure> {
+      std::unordered_set<std::string> all;
+      for (const auto& t : tables) {
+        auto found_ids = present_in(**catalog, t, ids);
+        if (!found_ids) return std::unexpected(found_ids.error());
+        all.insert(found_ids->begin(), found_ids->end());
+      }
+      return all;
+    };
+    if (auto r = compare_inbox(cfg, report, present, cancel); !r) {
+      return std::unexpected(r.error());
+    }
+  }
   return report;
 }
 

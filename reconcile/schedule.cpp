@@ -102,6 +102,8 @@ void ScheduledReconcile::on_run(std::expected<Report, Failure> result) {
     for (const BreakClass cls : kBreakClasses) {
       std::uint64_t n = 0;
       for (const auto& [key, o] : open_) n += key.second == to_string(cls) ? o.count : 0;
+      // The classes of poll mode and --inbox only when there are some (docs/reconcile.md).
+      if (n == 0 && cls > BreakClass::kInFlight) continue;
       counts +=
           (counts.empty() ? "" : ", ") + std::string(to_string(cls)) + " " + std::to_string(n);
     }

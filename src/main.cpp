@@ -106,6 +106,8 @@ int main(int argc, char** argv) {
   std::string reconcile_schedule;
   reconcile->add_option("--schedule", reconcile_schedule,
                         "keep running, one run every this long (e.g. 1h), serving /metrics");
+  reconcile->add_flag("--inbox", reconcile_options.inbox,
+                      "also compare with the ledger of the configuration's inbox: section");
   reconcile->add_flag("--repair", reconcile_options.repair,
                       "publish the missing events again (never phantoms or conflicts)");
 

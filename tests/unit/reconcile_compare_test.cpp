@@ -175,6 +175,10 @@ TEST(ReconcileReport, PollModeNamesFailedRowsAndRowsInFlight) {
       Break{BreakClass::kFailed, "f-1", 60'000, "attempts 8, last_error: MSG_SIZE_TOO_LARGE"});
   r.tables.push_back(t);
   EXPECT_EQ(to_string(BreakClass::kFailed), "failed");
+  EXPECT_EQ(to_string(BreakClass::kNotInInbox), "not_in_inbox");
+  EXPECT_EQ(to_string(BreakClass::kPhantomInInbox), "phantom_in_inbox");
+  EXPECT_EQ(to_string(BreakClass::kQuarantined), "quarantined");
+  EXPECT_EQ(to_string(BreakClass::kDeferred), "deferred");
   std::ostringstream summary;
   write_summary(summary, r);
   EXPECT_NE(summary.str().find("poll mode, 2 pending rows in flight"), std::string::npos)

@@ -41,6 +41,9 @@ struct Options {
   std::optional<std::chrono::milliseconds> schedule;
   /// `--repair`: publish the `missing` events again (repair.hpp); not with `schedule`.
   bool repair = false;
+  /// `--inbox`: also compare the records with the ledger of the configuration's `inbox:`
+  /// (inbox_check.hpp); needs that section, with `inbox.event_id: header:id`.
+  bool inbox = false;
 };
 
 /// Runs one reconciliation (or, with `options.schedule`, one every period until SIGINT/SIGTERM,

@@ -30,6 +30,10 @@ struct TableReport {
   /// Poll mode: rows not yet sent (pending) and younger than reconcile.in_flight_limit: on their
   /// way, not breaks.
   std::uint64_t in_flight_rows = 0;
+  /// `--inbox` ran: records of the table's topics the inbox consumes at or past its stored
+  /// position (its lag), not breaks.
+  bool inbox = false;
+  std::uint64_t inbox_in_flight = 0;
   Classification found;  ///< breaks and duplicates
   /// `--repair`: the ids of the `missing` events re-emitted and acknowledged by Kafka, and those
   /// that could not be (id, reason: the row could not be read again or built, or Kafka refused
