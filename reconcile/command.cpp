@@ -82,6 +82,7 @@ std::expected<std::vector<OutboxTable>, Failure> find_outbox_tables(PgSession& c
         t.table = table;
         t.config_index = i;
         t.outbox = &*cfg.tables[i].outbox;
+        t.poll = cfg.source.mode == config::SourceMode::kPoll && t.outbox->poll.has_value();
         out.push_back(std::move(t));
       }
       break;

@@ -9,8 +9,8 @@
 
 #include "pg_session.hpp"
 #include "topic_reader.hpp"
-#include "walrelay/pg/replication_stream.hpp"
 #include "walrelay/kafka/security.hpp"
+#include "walrelay/pg/replication_stream.hpp"
 
 namespace walrelay::reconcile {
 
@@ -99,11 +99,11 @@ class InboxSide {
       if (r[0]) quarantined_.insert(*r[0]);
       report.tables[owner.at(r[1].value_or(""))].found.breaks.push_back(std::move(b));
     }
-    auto deferred = db.query("SELECT event_id, topic, kafka_partition, kafka_offset, version, "
-                             "expected_version, " +
-                                 ms("deferred_at") + " FROM " + s +
-                                 ".deferred WHERE topic = ANY($1::text[])",
-                             {topics_array});
+    auto deferred = db.query(
+        "SELECT event_id, topic, kafka_partition, kafka_offset, version, "
+        "expected_version, " +
+            ms("deferred_at") + " FROM " + s + ".deferred WHERE topic = ANY($1::text[])",
+        {topics_array});
     if (!deferred) return std::unexpected(failure("reading " + s + ".deferred", deferred.error()));
     for (const auto& r : *deferred) {
       Break b;
@@ -210,7 +210,8 @@ std::expected<void, Failure> compare_inbox(const config::Config& cfg, Report& re
   }
   auto db = PgSession::open(cfg.inbox.conninfo, kApplicationName);
   if (!db) {
-    return std::unexpected(Failure{ExitCode::kConfigError, "inbox.conninfo: " + db.error().message});
+    return std::unexpected(
+        Failure{ExitCode::kConfigError, "inbox.conninfo: " + db.error().message});
   }
   InboxSide inbox(cfg);
   // The inbox's tables first, then the records: a record the inbox decides meanwhile is then

@@ -103,7 +103,7 @@ std::expected<void, std::string> OutboxSource::describe(OutboxTable& t) {
                              " (tables[" + std::to_string(t.config_index) + "].outbox)");
     }
   }
-  if (ob.poll) {
+  if (t.poll) {
     if (auto p = describe_poll(session_, t); !p) return p;
   }
   if (oids.empty()) return {};
@@ -137,7 +137,7 @@ std::expected<void, pg::Error> OutboxSource::read(
   for (std::size_t i = 0; i < t.columns.size(); ++i) {
     select += (i > 0 ? ", " : "") + pg::quote_ident(t.columns[i].first);
   }
-  const bool poll = t.outbox->poll.has_value();
+  const bool poll = t.poll;
   if (poll) {
     const auto& pc = *t.outbox->poll;
     select += ", " + pg::quote_ident(pc.status) + "::text, " + pg::quote_ident(pc.attempts) +

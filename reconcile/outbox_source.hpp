@@ -28,7 +28,10 @@ struct OutboxTable {
   const config::OutboxConfig* outbox = nullptr;
   /// The configured columns the table has, with their type OIDs (pg_attribute.atttypid).
   std::vector<std::pair<std::string, std::uint32_t>> columns;
-  /// `source.mode: poll` (outbox->poll set): the SQL expression of the row's time in ms since the
+  /// `source.mode: poll` (then outbox->poll is set, config/relay_section.cpp): rows are told
+  /// apart by their status (SourceEvent::status).
+  bool poll = false;
+  /// Poll mode: the SQL expression of the row's time in ms since the
   /// epoch (the timestamp column, else order_by, when it is a timestamp or date; else NULL), for
   /// the age of a row not yet sent.
   std::string poll_time_ms_sql;
