@@ -16,6 +16,16 @@ std::string_view to_string(BreakClass value) {
       return "in_flight";
     case BreakClass::kDuplicate:
       return "duplicate";
+    case BreakClass::kFailed:
+      return "failed";
+    case BreakClass::kNotInInbox:
+      return "not_in_inbox";
+    case BreakClass::kPhantomInInbox:
+      return "phantom_in_inbox";
+    case BreakClass::kQuarantined:
+      return "quarantined";
+    case BreakClass::kDeferred:
+      return "deferred";
   }
   return "unknown";
 }

@@ -9,12 +9,14 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "inbox_check.hpp"
 #include "outbox_source.hpp"
 #include "pg_session.hpp"
 #include "repair.hpp"
 #include "run_once.hpp"
 #include "schedule.hpp"
 #include "topic_reader.hpp"
+#include "walrelay/core/headers.hpp"
 #include "walrelay/kafka/security.hpp"
 #include "walrelay/pg/replication_stream.hpp"
 #include "walrelay/reconcile/break_ages.hpp"
@@ -80,6 +82,7 @@ std::expected<std::vector<OutboxTable>, Failure> find_outbox_tables(PgSession& c
         t.table = table;
         t.config_index = i;
         t.outbox = &*cfg.tables[i].outbox;
+        t.poll = cfg.source.mode == config::SourceMode::kPoll && t.outbox->poll.has_value();
         out.push_back(std::move(t));
       }
       break;
@@ -119,6 +122,26 @@ std::expected<bool, Failure> wait_delivered(PgSession& catalog, const std::strin
   }
 }
 
+/// The ids of `ids` that `t` holds now (outside the comparison's snapshot).
+std::expected<std::unordered_set<std::string>, Failure> present_in(
+    PgSession& catalog, const OutboxTable& t, const std::vector<std::string>& ids) {
+  std::unordered_set<std::string> present;
+  const std::string col = pg::quote_ident(t.outbox->event_id);
+  const std::string sql =
+      "SELECT " + col + "::text FROM " + t.quoted() + " WHERE " + col + "::text = ANY($1::text[])";
+  for (std::size_t i = 0; i < ids.size(); i += kPhantomLookupBatch) {
+    const std::vector<std::string> batch(
+        ids.begin() + static_cast<std::ptrdiff_t>(i),
+        ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), i + kPhantomLookupBatch)));
+    auto rows = catalog.query(sql, {text_array_literal(batch)});
+    if (!rows) return std::unexpected(pg_failure("looking up " + t.name(), rows.error()));
+    for (const auto& r : rows.value()) {
+      if (r[0]) present.insert(*r[0]);
+    }
+  }
+  return present;
+}
+
 /// Compares one outbox table. `snapshot` holds the source's transaction.
 class TableComparison {
  public:
@@ -130,7 +153,8 @@ class TableComparison {
         cancel_(cancel),
         catalog_(catalog),
         source_(snapshot, types),
-        cutoff_(options.since ? now - options.since->count() : -1) {}
+        cutoff_(options.since ? now - options.since->count() : -1),
+        now_(now) {}
 
   std::expected<TableReport, Failure> run(const OutboxTable& t, TableReport report) {
     report.table = t.name();
@@ -138,8 +162,9 @@ class TableComparison {
     BucketSums src(buckets);
     BucketSums kaf(buckets);
     std::set<std::string> topics;
-    // Pass 1: sums of both sides.
-    auto read_src = read_source(t, [&](const SourceEvent& e) {
+    // Pass 1: sums of both sides (and, in poll mode, the rows not sent, each classified once).
+    unsent_.clear();
+    auto read_src = read_source(t, &report, [&](const SourceEvent& e) {
       if (topics.size() < 1000 && !topics.contains(std::string(e.topic))) {
         topics.emplace(e.topic);
       }
@@ -171,7 +196,7 @@ class TableComparison {
       }
       const BucketSet members(buckets, round);
       std::unordered_map<std::uint32_t, std::pair<std::vector<Entry>, std::vector<Entry>>> groups;
-      auto collected = read_source(t, [&](const SourceEvent& e) {
+      auto collected = read_source(t, nullptr, [&](const SourceEvent& e) {
         const auto b = src.bucket_of(e.id);
         if (!members.contains(b)) return;
         groups[b].first.push_back(
@@ -214,17 +239,52 @@ class TableComparison {
   // An error is a Failure (optional, so that success needs nothing).
   using Step = std::expected<void, std::optional<Failure>>;
 
-  Step read_source(const OutboxTable& t, const std::function<void(const SourceEvent&)>& visit) {
+  /// Visits the table's rows (after --since). In poll mode only the `sent` rows reach `visit`;
+  /// the others are remembered in unsent_ (their records are not compared) and, when `classify`
+  /// is set, counted or reported in it (unsent_row).
+  Step read_source(const OutboxTable& t, TableReport* classify,
+                   const std::function<void(const SourceEvent&)>& visit) {
     unmappable_ = 0;
     auto r = source_.read(
         t,
         [&](const SourceEvent& e) {
           if (cutoff_ >= 0 && e.timestamp_ms < cutoff_) return;
+          if (e.status != RowStatus::kSent) {
+            if (classify != nullptr) unsent_row(e, *classify);
+            return;
+          }
           visit(e);
         },
         unmappable_, first_unmappable_);
     if (!r) return std::unexpected(pg_failure("reading " + t.name(), r.error()));
     return {};
+  }
+
+  /// Poll mode: a row the relay has not sent. Pending (or a status the configuration does not
+  /// name) is on its way: a break (in_flight) only once older than reconcile.in_flight_limit by
+  /// the row's time (a row without one is never); failed is a break of its own.
+  void unsent_row(const SourceEvent& e, TableReport& report) {
+    unsent_.emplace(e.id);
+    Break b;
+    b.id = std::string(e.id);
+    b.since_ms = e.timestamp_ms;
+    if (e.status == RowStatus::kFailed) {
+      b.cls = BreakClass::kFailed;
+      b.detail = "attempts " + std::to_string(e.attempts);
+      if (!e.last_error.empty()) b.detail += ", last_error: " + std::string(e.last_error);
+      report.found.breaks.push_back(std::move(b));
+      return;
+    }
+    const auto limit = cfg_.reconcile.in_flight_limit.count();
+    if (e.timestamp_ms < 0 || now_ - e.timestamp_ms <= limit) {
+      ++report.in_flight_rows;
+      return;
+    }
+    b.cls = BreakClass::kInFlight;
+    b.detail = "status " + std::string(e.status_text) + " for more than " +
+               std::to_string(limit / 1000) + " s (reconcile.in_flight_limit), attempts " +
+               std::to_string(e.attempts);
+    report.found.breaks.push_back(std::move(b));
   }
 
   std::expected<void, Failure> read_kafka(TopicReader& reader,
@@ -233,6 +293,9 @@ class TableComparison {
     auto r = reader.read(
         [&](const TopicEvent& ev) {
           if (cutoff_ >= 0 && ev.timestamp_ms < cutoff_) return;
+          // Poll mode: a record of a row not sent (a relay that crashed before its COMMIT, a
+          // failed row's earlier try) is compared with nothing: the row is reported by status.
+          if (!unsent_.empty() && unsent_.contains(std::string(ev.id))) return;
           e.where = std::string(ev.topic) + "/" + std::to_string(ev.partition) + "@" +
                     std::to_string(ev.offset);
           e.id = ev.id.empty() ? "(no id header) " + e.where : std::string(ev.id);
@@ -250,21 +313,7 @@ class TableComparison {
 
   std::expected<std::unordered_set<std::string>, Failure> present_now(
       const OutboxTable& t, const std::vector<std::string>& ids) {
-    std::unordered_set<std::string> present;
-    const std::string col = pg::quote_ident(t.outbox->event_id);
-    const std::string sql = "SELECT " + col + "::text FROM " + t.quoted() + " WHERE " + col +
-                            "::text = ANY($1::text[])";
-    for (std::size_t i = 0; i < ids.size(); i += kPhantomLookupBatch) {
-      const std::vector<std::string> batch(
-          ids.begin() + static_cast<std::ptrdiff_t>(i),
-          ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), i + kPhantomLookupBatch)));
-      auto rows = catalog_.query(sql, {text_array_literal(batch)});
-      if (!rows) return std::unexpected(pg_failure("looking up " + t.name(), rows.error()));
-      for (const auto& r : *rows) {
-        if (r[0]) present.insert(*r[0]);
-      }
-    }
-    return present;
+    return present_in(catalog_, t, ids);
   }
 
   const config::Config& cfg_;
@@ -273,6 +322,8 @@ class TableComparison {
   PgSession& catalog_;
   OutboxSource source_;
   std::int64_t cutoff_;
+  std::int64_t now_;
+  std::unordered_set<std::string> unsent_;  ///< poll mode: the event ids of rows not sent
   std::uint64_t unmappable_ = 0;
   std::string first_unmappable_;
 };
@@ -320,6 +371,20 @@ std::expected<Report, Failure> compare(const config::Config& cfg, const Options&
       }
     }
   }
+  if (options.inbox) {
+    if (!cfg.inbox.present) {
+      return std::unexpected(Failure{ExitCode::kConfigError,
+                                     "inbox.conninfo: --inbox compares with the inbox of the "
+                                     "configuration's inbox: section, which it does not have"});
+    }
+    if (cfg.inbox.event_id !=
+        config::InboxField{config::InboxFieldSource::kHeader, std::string(header::kId)}) {
+      return std::unexpected(Failure{ExitCode::kConfigError,
+                                     "inbox.event_id: --inbox matches the ledger by the "
+                                     "connector's event id header (header:id), not " +
+                                         config::to_string(cfg.inbox.event_id)});
+    }
+  }
   router::TypeRegistry types;
   {
     OutboxSource describer(**catalog, types);
@@ -333,24 +398,34 @@ std::expected<Report, Failure> compare(const config::Config& cfg, const Options&
   // One snapshot for every table, and the WAL position in it: every row it shows was committed
   // at or before that position (the insert position, not the write position, so that a commit
   // with synchronous_commit off that is not yet written is still before it).
+  // In poll mode (docs/relay.md) there is no slot: a row is marked sent in the transaction that
+  // waited for Kafka's acknowledgement of its record, so a `sent` row in the snapshot is in Kafka
+  // by the end offsets taken after it, and the other rows are told apart by their status.
+  const bool poll = cfg.source.mode == config::SourceMode::kPoll;
   auto snapshot = PgSession::open(cfg.source.conninfo, kApplicationName);
   if (!snapshot) return std::unexpected(pg_failure("source.conninfo", snapshot.error()));
-  auto lsn = (*snapshot)->query(
-      "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SELECT "
-      "pg_catalog.pg_current_wal_insert_lsn()::text");
+  const std::string begin =
+      poll ? "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SELECT NULL::text"
+           : "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SELECT "
+             "pg_catalog.pg_current_wal_insert_lsn()::text";
+  auto lsn = (*snapshot)->query(begin);
   if (!lsn) return std::unexpected(pg_failure("taking the source's snapshot", lsn.error()));
-  const std::string snapshot_lsn = lsn->empty() ? "0/0" : (*lsn)[0][0].value_or("0/0");
-  auto delivered = wait_delivered(**catalog, cfg.source.slot, snapshot_lsn,
-                                  cfg.reconcile.in_flight_limit, cancel);
-  if (!delivered) return std::unexpected(delivered.error());
-  spdlog::info("reconcile: snapshot at {}, slot {} {}", snapshot_lsn, cfg.source.slot,
-               *delivered ? "passed it" : "did not pass it in time");
+  const std::string snapshot_lsn = lsn->empty() ? "" : (*lsn)[0][0].value_or("");
+  std::expected<bool, Failure> delivered = true;
+  if (!poll) {
+    delivered = wait_delivered(**catalog, cfg.source.slot, snapshot_lsn,
+                               cfg.reconcile.in_flight_limit, cancel);
+    if (!delivered) return std::unexpected(delivered.error());
+    spdlog::info("reconcile: snapshot at {}, slot {} {}", snapshot_lsn, cfg.source.slot,
+                 *delivered ? "passed it" : "did not pass it in time");
+  }
 
   TableComparison comparison(cfg, options, **snapshot, **catalog, types, report.now_ms, cancel);
   for (const auto& t : tables) {
     TableReport tr;
     tr.snapshot_lsn = snapshot_lsn;
     tr.delivered = *delivered;
+    tr.poll = poll;
     auto done = comparison.run(t, std::move(tr));
     if (!done) return std::unexpected(done.error());
     spdlog::info("reconcile: {}: {} rows, {} records, {} breaks, {} duplicates", done->table,
@@ -359,6 +434,21 @@ std::expected<Report, Failure> compare(const config::Config& cfg, const Options&
     report.tables.push_back(std::move(*done));
   }
   (void)(*snapshot)->query("COMMIT");
+  if (options.inbox) {
+    auto present = [&](const std::vector<std::string>& ids)
+        -> std::expected<std::unordered_set<std::string>, Failure> {
+      std::unordered_set<std::string> all;
+      for (const auto& t : tables) {
+        auto found_ids = present_in(**catalog, t, ids);
+        if (!found_ids) return std::unexpected(found_ids.error());
+        all.insert(found_ids->begin(), found_ids->end());
+      }
+      return all;
+    };
+    if (auto r = compare_inbox(cfg, report, present, cancel); !r) {
+      return std::unexpected(r.error());
+    }
+  }
   return report;
 }
 

@@ -1,6 +1,7 @@
 #include "outbox_source.hpp"
 
 #include <charconv>
+#include <map>
 #include <set>
 
 #include "walrelay/core/json.hpp"
@@ -15,6 +16,57 @@ namespace {
 
 std::uint32_t to_u32(const std::optional<std::string>& text) {
   std::uint32_t v = 0;
+  if (text) std::from_chars(text->data(), text->data() + text->size(), v);
+  return v;
+}
+
+// pg_type OIDs of the time types a row's age can be read from (PostgreSQL's pg_type.dat).
+constexpr std::uint32_t kDateOid = 1082;
+constexpr std::uint32_t kTimestampOid = 1114;
+constexpr std::uint32_t kTimestampTzOid = 1184;
+
+bool is_time(std::uint32_t oid) {
+  return oid == kDateOid || oid == kTimestampOid || oid == kTimestampTzOid;
+}
+
+/// Poll mode: checks that `t` has its `poll` columns and sets `t.poll_time_ms_sql`.
+std::expected<void, std::string> describe_poll(PgSession& session, OutboxTable& t) {
+  const auto& ob = *t.outbox;
+  const auto& poll = *ob.poll;
+  std::vector<std::string> wanted = {poll.status, poll.attempts, poll.order_by};
+  if (!poll.last_error.empty()) wanted.push_back(poll.last_error);
+  if (ob.timestamp) wanted.push_back(*ob.timestamp);
+  auto rows = session.query(
+      "SELECT attname, atttypid FROM pg_catalog.pg_attribute WHERE attrelid = $1::regclass AND "
+      "attnum > 0 AND NOT attisdropped AND attname = ANY($2::text[])",
+      {t.quoted(), text_array_literal(wanted)});
+  if (!rows) return std::unexpected(rows.error().message);
+  std::map<std::string, std::uint32_t> have;
+  for (const auto& r : *rows) {
+    if (r[0]) have.emplace(*r[0], to_u32(r[1]));
+  }
+  const std::size_t required = poll.last_error.empty() ? 3 : 4;
+  for (std::size_t i = 0; i < required; ++i) {
+    if (!have.contains(wanted[i])) {
+      return std::unexpected(t.name() + " has no column " + pg::quote_ident(wanted[i]) +
+                             " (tables[" + std::to_string(t.config_index) + "].outbox.poll)");
+    }
+  }
+  auto ms_of = [](const std::string& col) {
+    return "(extract(epoch FROM " + pg::quote_ident(col) + ") * 1000)::bigint";
+  };
+  if (ob.timestamp && have.contains(*ob.timestamp) && is_time(have[*ob.timestamp])) {
+    t.poll_time_ms_sql = ms_of(*ob.timestamp);
+  } else if (is_time(have[poll.order_by])) {
+    t.poll_time_ms_sql = ms_of(poll.order_by);
+  } else {
+    t.poll_time_ms_sql = "NULL::bigint";
+  }
+  return {};
+}
+
+std::int64_t to_i64(const std::optional<std::string>& text) {
+  std::int64_t v = -1;
   if (text) std::from_chars(text->data(), text->data() + text->size(), v);
   return v;
 }
@@ -51,6 +103,9 @@ std::expected<void, std::string> OutboxSource::describe(OutboxTable& t) {
                              " (tables[" + std::to_string(t.config_index) + "].outbox)");
     }
   }
+  if (t.poll) {
+    if (auto p = describe_poll(session_, t); !p) return p;
+  }
   if (oids.empty()) return {};
   // Domains (and domains over domains) resolve to their base type, as the connector's registry
   // does from pg_type.
@@ -82,6 +137,14 @@ std::expected<void, pg::Error> OutboxSource::read(
   for (std::size_t i = 0; i < t.columns.size(); ++i) {
     select += (i > 0 ? ", " : "") + pg::quote_ident(t.columns[i].first);
   }
+  const bool poll = t.poll;
+  if (poll) {
+    const auto& pc = *t.outbox->poll;
+    select += ", " + pg::quote_ident(pc.status) + "::text, " + pg::quote_ident(pc.attempts) +
+              "::text, " +
+              (pc.last_error.empty() ? std::string("NULL") : pg::quote_ident(pc.last_error)) +
+              "::text, " + t.poll_time_ms_sql;
+  }
   select += " FROM " + t.quoted();
   std::vector<std::optional<std::string>> params;
   if (only_ids != nullptr) {
@@ -102,11 +165,29 @@ std::expected<void, pg::Error> OutboxSource::read(
   }
   const auto where = [&] { return "outbox table " + t.name(); };
   std::vector<std::size_t> ends(t.columns.size());
+  const std::size_t n = t.columns.size();
+  std::size_t id_column = 0;
+  while (id_column < n && t.columns[id_column].first != t.outbox->event_id) ++id_column;
   for (;;) {
     auto rows = session_.query(fetch);
     if (!rows) return std::unexpected(rows.error());
     if (rows->empty()) break;
     for (const auto& r : *rows) {
+      if (poll && r[n] != t.outbox->poll->sent) {
+        // Not sent: not built (the relay may have failed it for what the builder refuses).
+        const auto& pc = *t.outbox->poll;
+        SourceEvent e;
+        e.status = r[n] == pc.pending  ? RowStatus::kPending
+                   : r[n] == pc.failed ? RowStatus::kFailed
+                                       : RowStatus::kOther;
+        if (id_column < n && r[id_column]) e.id = *r[id_column];
+        if (r[n]) e.status_text = *r[n];
+        e.attempts = to_i64(r[n + 1]);
+        if (r[n + 2]) e.last_error = *r[n + 2];
+        e.timestamp_ms = to_i64(r[n + 3]);
+        visit(e);
+        continue;
+      }
       tokens_.clear();
       bool ok = true;
       for (std::size_t i = 0; i < t.columns.size() && ok; ++i) {
@@ -134,7 +215,13 @@ std::expected<void, pg::Error> OutboxSource::read(
       }
       digest_.clear();
       if (buffer_.has_value) router::append_payload_digest(digest_, buffer_.value);
-      visit(SourceEvent{buffer_.id, buffer_.topic, digest_, buffer_.timestamp_ms, &buffer_});
+      SourceEvent sent;
+      sent.id = buffer_.id;
+      sent.topic = buffer_.topic;
+      sent.digest = digest_;
+      sent.timestamp_ms = buffer_.timestamp_ms;
+      sent.record = &buffer_;
+      visit(sent);
     }
   }
   if (auto r = session_.query("CLOSE walrelay_reconcile"); !r) return std::unexpected(r.error());

@@ -28,8 +28,23 @@ struct OutboxTable {
   const config::OutboxConfig* outbox = nullptr;
   /// The configured columns the table has, with their type OIDs (pg_attribute.atttypid).
   std::vector<std::pair<std::string, std::uint32_t>> columns;
+  /// `source.mode: poll` (then outbox->poll is set, config/relay_section.cpp): rows are told
+  /// apart by their status (SourceEvent::status).
+  bool poll = false;
+  /// Poll mode: the SQL expression of the row's time in ms since the
+  /// epoch (the timestamp column, else order_by, when it is a timestamp or date; else NULL), for
+  /// the age of a row not yet sent.
+  std::string poll_time_ms_sql;
   [[nodiscard]] std::string name() const { return schema + "." + table; }
   [[nodiscard]] std::string quoted() const;
+};
+
+/// A row's `poll.status` (docs/relay.md): only `kSent` rows must be in Kafka.
+enum class RowStatus : std::uint8_t {
+  kSent,     ///< statuses.sent (and every row in logical mode)
+  kPending,  ///< statuses.pending: the relay has not published it yet
+  kFailed,   ///< statuses.failed: the relay gave up on it
+  kOther,    ///< a value the configuration does not name: treated as not yet sent
 };
 
 /// One row as its event: id, topic, digest ("" for a tombstone), timestamp (ms, -1 when the
@@ -42,6 +57,13 @@ struct SourceEvent {
   /// The record the connector would publish for the row (the builder's buffer: valid during the
   /// visit only), for `--repair` to publish again.
   router::RecordBuffer* record = nullptr;
+  /// Poll mode: the row's status. A row not kSent is not built (`record` null, `digest` empty,
+  /// `topic` empty: the builder may refuse what the relay failed on); its `id` is the event id
+  /// column's text and `timestamp_ms` the row's time (OutboxTable::poll_time_ms_sql).
+  RowStatus status = RowStatus::kSent;
+  std::int64_t attempts = 0;     ///< poll mode: `poll.attempts`
+  std::string_view status_text;  ///< poll mode: the status as stored
+  std::string_view last_error;   ///< poll mode: `poll.last_error` ("" when not configured)
 };
 
 /// Reads outbox rows. Owned by one thread; uses `session` (in its snapshot transaction).
@@ -51,7 +73,8 @@ class OutboxSource {
       : session_(session), types_(types) {}
 
   /// Looks up `t`'s configured columns and their types (domains too, so a domain over jsonb is
-  /// read as jsonb). Error: the server's, or "has no column <c>" for a required column.
+  /// read as jsonb), and in poll mode the `poll` columns. Error: the server's, or "has no column
+  /// <c>" for a required column.
   std::expected<void, std::string> describe(OutboxTable& t);
 
   /// Streams every row of `t` (a cursor fetching `batch` rows at a time, so memory does not grow

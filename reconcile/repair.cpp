@@ -82,7 +82,7 @@ void repair_missing(const config::Config& cfg, OutboxSource& source, const Outbo
   auto read = source.read(
       t,
       [&](const SourceEvent& e) {
-        if (fatal || !seen.emplace(e.id).second) return;
+        if (fatal || e.record == nullptr || !seen.emplace(e.id).second) return;
         Record record = e.record->record();
         // Without a timestamp column the connector's record carries the commit time, which a
         // SELECT cannot know: the producer's time, as the polling relay does (docs/relay.md).

@@ -10,8 +10,6 @@ namespace walrelay::reconcile {
 
 namespace {
 
-constexpr std::array kBreakClasses = {BreakClass::kMissing, BreakClass::kPhantom,
-                                      BreakClass::kConflict, BreakClass::kInFlight};
 constexpr std::size_t kExamples = 3;
 
 std::string pad(std::string s, std::size_t width) {
@@ -71,8 +69,13 @@ void write_summary(std::ostream& out, const Report& report) {
     out << t.table << ": " << t.source_rows << " rows, " << t.kafka_records << " records in";
     for (const auto& topic : t.topics) out << " " << topic;
     if (t.topics.empty()) out << " (no topic)";
-    out << "; snapshot at " << t.snapshot_lsn
-        << (t.delivered ? ", delivered" : ", NOT delivered in time (missing = in_flight)");
+    if (t.poll) {
+      out << "; poll mode, " << t.in_flight_rows << " pending rows in flight";
+    } else {
+      out << "; snapshot at " << t.snapshot_lsn
+          << (t.delivered ? ", delivered" : ", NOT delivered in time (missing = in_flight)");
+    }
+    if (t.inbox) out << "; " << t.inbox_in_flight << " records not yet read by the inbox";
     if (t.expanded_buckets > 0) out << "; " << t.expanded_buckets << " buckets expanded";
     if (t.newer_than_snapshot > 0) {
       out << "; " << t.newer_than_snapshot << " records newer than the snapshot";
@@ -80,7 +83,7 @@ void write_summary(std::ostream& out, const Report& report) {
     out << "\n";
   }
   out << "\n"
-      << pad("table", 32) << " " << pad("class", 10) << " " << pad("count", 8) << " "
+      << pad("table", 32) << " " << pad("class", 16) << " " << pad("count", 8) << " "
       << pad("oldest", 8) << " examples\n";
   bool any = false;
   for (const auto& t : report.tables) {
@@ -101,7 +104,7 @@ void write_summary(std::ostream& out, const Report& report) {
       if (count == 0) continue;
       any = true;
       if (count > shown) examples += ", …";
-      out << pad(t.table, 32) << " " << pad(std::string(to_string(cls)), 10) << " "
+      out << pad(t.table, 32) << " " << pad(std::string(to_string(cls)), 16) << " "
           << pad(std::to_string(count), 8) << " " << pad(format_age(oldest), 8) << " " << examples
           << "\n";
     }
@@ -110,7 +113,7 @@ void write_summary(std::ostream& out, const Report& report) {
       for (std::size_t i = 0; i < t.found.duplicate_ids.size() && i < kExamples; ++i) {
         examples += (i > 0 ? ", " : "") + t.found.duplicate_ids[i];
       }
-      out << pad(t.table, 32) << " " << pad("duplicate", 10) << " "
+      out << pad(t.table, 32) << " " << pad("duplicate", 16) << " "
           << pad(std::to_string(t.found.duplicates), 8) << " " << pad("-", 8) << " " << examples
           << " (not a break)\n";
     }
@@ -160,6 +163,8 @@ void write_json(std::ostream& out, const Report& report) {
     s += ",\"snapshot_lsn\":";
     json::append_string(s, t.snapshot_lsn);
     s += std::string(",\"delivered\":") + (t.delivered ? "true" : "false");
+    if (t.poll) s += ",\"mode\":\"poll\",\"in_flight_rows\":" + std::to_string(t.in_flight_rows);
+    if (t.inbox) s += ",\"inbox_in_flight\":" + std::to_string(t.inbox_in_flight);
     s += ",\"breaks\":[";
     for (std::size_t j = 0; j < t.found.breaks.size(); ++j) {
       const auto& b = t.found.breaks[j];

@@ -15,9 +15,6 @@ using metrics::label;
 using metrics::metric;
 using metrics::sample;
 
-constexpr std::array kBreakClasses = {BreakClass::kMissing, BreakClass::kPhantom,
-                                      BreakClass::kConflict, BreakClass::kInFlight};
-
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -105,6 +102,8 @@ void ScheduledReconcile::on_run(std::expected<Report, Failure> result) {
     for (const BreakClass cls : kBreakClasses) {
       std::uint64_t n = 0;
       for (const auto& [key, o] : open_) n += key.second == to_string(cls) ? o.count : 0;
+      // The classes of poll mode and --inbox only when there are some (docs/reconcile.md).
+      if (n == 0 && cls > BreakClass::kInFlight) continue;
       counts +=
           (counts.empty() ? "" : ", ") + std::string(to_string(cls)) + " " + std::to_string(n);
     }

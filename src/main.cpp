@@ -107,6 +107,8 @@ int main(int argc, char** argv) {
   std::string reconcile_schedule;
   reconcile->add_option("--schedule", reconcile_schedule,
                         "keep running, one run every this long (e.g. 1h), serving /metrics");
+  reconcile->add_flag("--inbox", reconcile_options.inbox,
+                      "also compare with the ledger of the configuration's inbox: section");
   reconcile->add_flag("--repair", reconcile_options.repair,
                       "publish the missing events again (never phantoms or conflicts)");
 
@@ -219,9 +221,10 @@ int main(int argc, char** argv) {
     return static_cast<int>(
         walrelay::relay::run_outbox_retry(*cfg, retry_request, std::cout, std::cerr));
   }
-  if (poll && !*run && !*check) {
+  if (poll && !*run && !*check && !*reconcile) {
     // The other commands read the slot or its stream, which poll mode has none of.
-    std::cerr << "walrelay: source.mode poll (docs/relay.md) supports run, check and outbox only\n";
+    std::cerr << "walrelay: source.mode poll (docs/relay.md) supports run, check, outbox and "
+                 "reconcile only\n";
     return static_cast<int>(ExitCode::kConfigError);
   }
   if (*reconcile) {

@@ -163,5 +163,35 @@ TEST(ReconcileReport, SummaryAndJsonNameEveryBreak) {
   EXPECT_EQ(format_age(90'061'000), "1d1h");
 }
 
+TEST(ReconcileReport, PollModeNamesFailedRowsAndRowsInFlight) {
+  Report r;
+  r.now_ms = 120'000;
+  TableReport t;
+  t.table = "public.event_outbox";
+  t.delivered = true;
+  t.poll = true;
+  t.in_flight_rows = 2;
+  t.found.breaks.push_back(
+      Break{BreakClass::kFailed, "f-1", 60'000, "attempts 8, last_error: MSG_SIZE_TOO_LARGE"});
+  r.tables.push_back(t);
+  EXPECT_EQ(to_string(BreakClass::kFailed), "failed");
+  EXPECT_EQ(to_string(BreakClass::kNotInInbox), "not_in_inbox");
+  EXPECT_EQ(to_string(BreakClass::kPhantomInInbox), "phantom_in_inbox");
+  EXPECT_EQ(to_string(BreakClass::kQuarantined), "quarantined");
+  EXPECT_EQ(to_string(BreakClass::kDeferred), "deferred");
+  std::ostringstream summary;
+  write_summary(summary, r);
+  EXPECT_NE(summary.str().find("poll mode, 2 pending rows in flight"), std::string::npos)
+      << summary.str();
+  EXPECT_NE(summary.str().find("failed"), std::string::npos) << summary.str();
+  std::ostringstream json;
+  write_json(json, r);
+  EXPECT_NE(json.str().find(R"("mode":"poll","in_flight_rows":2)"), std::string::npos)
+      << json.str();
+  EXPECT_NE(json.str().find(R"({"class":"failed","id":"f-1","since_ms":60000,"age_s":60)"),
+            std::string::npos)
+      << json.str();
+}
+
 }  // namespace
 }  // namespace walrelay::reconcile

@@ -28,7 +28,21 @@ enum class BreakClass : std::uint8_t {
   kConflict,   ///< same id, another payload digest
   kInFlight,   ///< in the source, not yet in Kafka, and the pipeline did not pass it in time
   kDuplicate,  ///< same id, same digest, more than once in Kafka: not a break
+  /// `source.mode: poll` only: a row the polling relay marked failed (docs/relay.md "Failures"),
+  /// reported with its attempts and last_error
+  kFailed,
+  /// `--inbox` (inbox_check.hpp): a record below the inbox's stored position the inbox never
+  /// decided
+  kNotInInbox,
+  kPhantomInInbox,  ///< `--inbox`: a ledger row whose id no record and no outbox row has
+  kQuarantined,     ///< `--inbox`: a row of the inbox's quarantine
+  kDeferred,        ///< `--inbox`: a row of the inbox's deferred events
 };
+/// The classes that are breaks, in the order the report and the metrics list them.
+inline constexpr BreakClass kBreakClasses[] = {
+    BreakClass::kMissing,        BreakClass::kPhantom,     BreakClass::kConflict,
+    BreakClass::kInFlight,       BreakClass::kFailed,      BreakClass::kNotInInbox,
+    BreakClass::kPhantomInInbox, BreakClass::kQuarantined, BreakClass::kDeferred};
 std::string_view to_string(BreakClass value);
 
 /// One event as one side holds it.

@@ -10,6 +10,11 @@
 // digest (header `payload_digest`, else router::payload_digest of the value), in buckets
 // (buckets.hpp) so memory is bounded by `reconcile.buckets` and `reconcile.max_expanded_entries`
 // whatever the topic holds.
+//
+// With `source.mode: poll` (docs/relay.md) there is no slot to wait for: a row's `poll.status`
+// says whether it must be in Kafka (`sent`), is on its way (`pending`: an `in_flight` break only
+// once older than reconcile.in_flight_limit) or was given up on (`failed`, a break of its own);
+// docs/reconcile.md "Poll mode".
 
 #include <chrono>
 #include <optional>
@@ -36,6 +41,9 @@ struct Options {
   std::optional<std::chrono::milliseconds> schedule;
   /// `--repair`: publish the `missing` events again (repair.hpp); not with `schedule`.
   bool repair = false;
+  /// `--inbox`: also compare the records with the ledger of the configuration's `inbox:`
+  /// (inbox_check.hpp); needs that section, with `inbox.event_id: header:id`.
+  bool inbox = false;
 };
 
 /// Runs one reconciliation (or, with `options.schedule`, one every period until SIGINT/SIGTERM,

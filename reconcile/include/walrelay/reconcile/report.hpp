@@ -24,7 +24,17 @@ struct TableReport {
   std::uint64_t newer_than_snapshot = 0;
   std::string snapshot_lsn;  ///< the WAL insert position in the source's snapshot, `X/X`
   bool delivered = false;    ///< the slot's confirmed_flush_lsn passed snapshot_lsn in time
-  Classification found;      ///< breaks and duplicates
+  /// `source.mode: poll`: "in flight" is the row's status, not the slot (no snapshot_lsn, and
+  /// `delivered` is true: a `sent` row must be in Kafka).
+  bool poll = false;
+  /// Poll mode: rows not yet sent (pending) and younger than reconcile.in_flight_limit: on their
+  /// way, not breaks.
+  std::uint64_t in_flight_rows = 0;
+  /// `--inbox` ran: records of the table's topics the inbox consumes at or past its stored
+  /// position (its lag), not breaks.
+  bool inbox = false;
+  std::uint64_t inbox_in_flight = 0;
+  Classification found;  ///< breaks and duplicates
   /// `--repair`: the ids of the `missing` events re-emitted and acknowledged by Kafka, and those
   /// that could not be (id, reason: the row could not be read again or built, or Kafka refused
   /// or did not acknowledge the record).
@@ -58,7 +68,8 @@ void write_summary(std::ostream& out, const Report& report);
 
 /// One JSON object: {"tables":[{"table":…,"topics":[…],"source_rows":n,"kafka_records":n,
 /// "duplicates":n,"duplicate_ids":[…],"newer_than_snapshot":n,"snapshot_lsn":"X/X",
-/// "delivered":bool,"breaks":[{"class":…,"id":…,"since_ms":n|null,"age_s":n|null,
+/// "delivered":bool, in poll mode "mode":"poll","in_flight_rows":n,
+/// "breaks":[{"class":…,"id":…,"since_ms":n|null,"age_s":n|null,
 /// "first_seen_ms":n|null,"detail":…}]} plus, after `--repair`, "repaired":[ids],
 /// "repair_failed":[{"id":…,"reason":…}]],"breaks":n,"now_ms":n}. `since_ms` is the event's
 /// time, `age_s` break_age_ms in seconds.
