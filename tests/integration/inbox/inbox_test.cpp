@@ -103,6 +103,45 @@ TEST_F(InboxTest, SameIdSameDigestIsDuplicateOtherDigestIsQuarantinedAndTheParti
   EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
 }
 
+// A row-change topic (docs/events.md's envelope, no payload_digest header): a restarted connector
+// replays a change with the same `id` but a new ts_ms and source; its row values decide.
+TEST_F(InboxTest, ARowChangeReplayedWithAnotherTsMsIsADuplicateAndOtherRowValuesAConflict) {
+  const auto change = [](const std::string& after, long ts_ms, const std::string& lsn) {
+    return R"({"before":null,"after":)" + after +
+           R"(,"source":{"version":"0.1.0","connector":"postgresql","name":"billing","ts_ms":)" +
+           std::to_string(ts_ms - 3) + R"(,"db":"billing","schema":"public","table":"invoice",)" +
+           R"("txId":771,"lsn":)" + lsn + R"(},"transaction":null,"op":"c","ts_ms":)" +
+           std::to_string(ts_ms) + R"(,"ts_us":)" + std::to_string(ts_ms) + R"(000,"ts_ns":)" +
+           std::to_string(ts_ms) + "000000}";
+  };
+  const std::string row = R"({"id":1001,"total":12.50,"note":null})";
+  const std::string first = change(row, 1765000000000, "23911448");
+  const std::string replay = change(row, 1765000042042, "23911448");
+  const std::string edited =
+      change(R"({"id":1001,"total":12.51,"note":null})", 1765000000000, "23911448");
+  produce(env_.kafka_bootstrap, topic_,
+          {event("0/16CDA18:0", R"({"id":1001})", first),
+           event("0/16CDA18:0", R"({"id":1001})", replay),
+           event("0/16CDA18:0", R"({"id":1001})", edited)});
+  WalrelayProcess proc(inbox_yaml("  handlers:\n" + counting_handler(topic_)), "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count("SELECT count(*) FROM " + inbox_schema_ + ".quarantine", 1))
+      << proc.logs();
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+  // printf '%s' '{"op":"c","before":null,"after":{"id":1001,"total":12.50,"note":null}}' |
+  // sha256sum: the row values' digest, the same for the replay.
+  EXPECT_EQ(
+      pg_->value(ledger_sql("event_id || ' ' || decision || ' ' || duplicates || ' ' || "
+                            "conflicts || ' ' || digest")),
+      "0/16CDA18:0 APPLIED 1 1 " + sha256_hex(R"({"op":"c","before":null,"after":)" + row + "}"));
+  EXPECT_EQ(pg_->value("SELECT string_agg(event_id || '=' || n, ',') FROM " + table("effects")),
+            "0/16CDA18:0=1");
+  const auto q = pg_->query("SELECT kafka_offset, reason FROM " + inbox_schema_ + ".quarantine");
+  ASSERT_EQ(q.size(), 1U);
+  EXPECT_EQ(q[0][0], "2");
+  EXPECT_NE(q[0][1]->find("conflict"), std::string::npos) << *q[0][1];
+}
+
 TEST_F(InboxTest, APayloadDigestHeaderThatDoesNotMatchTheValueIsQuarantined) {
   const std::string v = R"({"n":1})";
   produce(env_.kafka_bootstrap, topic_,
