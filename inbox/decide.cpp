@@ -29,6 +29,8 @@ std::optional<std::string> opt_text(const std::string& s) {
 
 constexpr unsigned int kTextOid = 25;
 
+}  // namespace
+
 bool handler_matches(const config::InboxHandler& h, const Event& e) {
   return h.topic == e.topic && (h.event_type.empty() || h.event_type == e.event_type);
 }
@@ -36,8 +38,6 @@ bool handler_matches(const config::InboxHandler& h, const Event& e) {
 std::string reason_of(const pg::Error& error) {
   return error.sqlstate.empty() ? error.message : error.sqlstate + " " + error.primary;
 }
-
-}  // namespace
 
 Failure classify(const pg::Error& error) {
   const std::string_view code = error.sqlstate;
@@ -278,6 +278,14 @@ boost::asio::awaitable<Failure> Decider::decide(const Event& e, Counts& counts, 
 }
 
 boost::asio::awaitable<Answer> Decider::apply(const Event& e) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Answer a = co_await effect(e);
+  handler_seconds_.observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  co_return a;
+}
+
+boost::asio::awaitable<Answer> Decider::effect(const Event& e) {
   if (cfg_.handlers.empty()) {
     co_return co_await q(
         "INSERT INTO " + s_ +

@@ -341,6 +341,55 @@ TEST_F(InboxTest, MetricsCountDecisionsPerTopicAndReadyFollowsTheAssignment) {
       << body;
   EXPECT_NE(body.find("walrelay_inbox_assigned_partitions "), std::string::npos) << body;
   EXPECT_NE(body.find("walrelay_inbox_ready 1"), std::string::npos) << body;
+  // The effects (m-1 and m-2 into the events table) were timed in the histogram's buckets.
+  EXPECT_NE(body.find("# TYPE walrelay_inbox_handler_seconds histogram"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("walrelay_inbox_handler_seconds_bucket{le=\"0.001\"} "), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("walrelay_inbox_handler_seconds_bucket{le=\"+Inf\"} "), std::string::npos)
+      << body;
+  EXPECT_EQ(body.find("walrelay_inbox_handler_seconds_count 0\n"), std::string::npos) << body;
+  // All four records decided and committed: the assigned partition's lag is 0.
+  const std::string lag = "walrelay_inbox_consumer_lag{topic=\"" + topic_ + "\",partition=\"0\"} ";
+  ASSERT_TRUE(wait_until([&] {
+    body = http_get(*port, "/metrics").body;
+    return body.find(lag + "0\n") != std::string::npos;
+  })) << body;
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+}
+
+// A slow handler (0.4 s an event, one event a batch): /metrics shows the records not committed
+// yet as the partition's lag while it works, and 0 once all are.
+TEST_F(InboxTest, ConsumerLagShowsWhatIsNotCommittedYetThenZero) {
+  produce(env_.kafka_bootstrap, topic_,
+          {event("s-1", "k", "{}"), event("s-2", "k", "{}"), event("s-3", "k", "{}"),
+           event("s-4", "k", "{}")});
+  WalrelayProcess proc(
+      inbox_yaml("  handlers:\n    - topic: " + topic_ + "\n      sql: \"select pg_sleep(0.4)\"\n",
+                 "{max_events: 1, max_wait: 1ms}"),
+      "inbox");
+  start_inbox(proc);
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
+  const std::string lag = "walrelay_inbox_consumer_lag{topic=\"" + topic_ + "\",partition=\"0\"} ";
+  std::string body;
+  long seen = -1;
+  ASSERT_TRUE(wait_until([&] {
+    body = http_get(*port, "/metrics").body;
+    const auto at = body.find(lag);
+    if (at == std::string::npos) return false;
+    seen = std::stol(body.substr(at + lag.size()));
+    return seen > 0;
+  })) << body;
+  EXPECT_LE(seen, 4) << body;
+  ASSERT_TRUE(wait_until([&] {
+    body = http_get(*port, "/metrics").body;
+    return body.find(lag + "0\n") != std::string::npos;
+  })) << body;
+  EXPECT_EQ(count(ledger_sql("count(*)")), 4);
+  EXPECT_NE(body.find("walrelay_inbox_handler_seconds_bucket{le=\"0.25\"} 0\n"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("walrelay_inbox_handler_seconds_count 4\n"), std::string::npos) << body;
   EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
 }
 
