@@ -165,4 +165,37 @@ TEST(RowChangeDigest, AValueThatIsNoEnvelopeHasNoneAndRecordDigestIsItsSha256) {
   }
 }
 
+// The connector's own records: the same INSERT routed by two routers (a restart) with another
+// commit time, so another `source` and top-level ts_ms: the same row_change_digest.
+TEST(RowChangeDigest, TheRoutersReplayOfAChangeHasTheSameDigest) {
+  walrelay::config::TableConfig t;
+  t.name = "public.invoices";
+  t.schema_pattern = "public";
+  t.table_pattern = "invoices";
+  walrelay::config::Config cfg;
+  cfg.name = "billing";
+  cfg.topics.prefix = "billing";
+  cfg.tables = {t};
+  walrelay::router::TypeRegistry types;
+  walrelay::router::RouterSettings s{"billing", "billing", "app", "0.1.0", cfg.events};
+  const auto value_at = [&](std::int64_t commit_us) {
+    walrelay::router::EventRouter router(s, cfg, nullptr, types);
+    router.begin(9, walrelay::Lsn{0x10}, std::chrono::microseconds{commit_us});
+    walrelay::decoder::Wal2JsonDecoder decoder;
+    auto change = decoder.decode(
+        R"({"action":"I","xid":9,"lsn":"0/10","schema":"public","table":"invoices","columns":[{"name":"id","typeoid":23,"value":7},{"name":"amount","typeoid":1700,"value":12345678901234567890.10},{"name":"note","typeoid":25,"value":null}],"pk":[{"name":"id","typeoid":23}]})");
+    EXPECT_TRUE(change);
+    auto records = router.route(**change);
+    EXPECT_TRUE(records);
+    EXPECT_EQ(records->size(), 1u);
+    return std::string(*(*records)[0].value);
+  };
+  const std::string first = value_at(1765000000000000);
+  const std::string replay = value_at(1765000042000000);
+  ASSERT_NE(first, replay);
+  ASSERT_TRUE(row_change_digest(first)) << first;
+  EXPECT_EQ(row_change_digest(first), row_change_digest(replay));
+  EXPECT_NE(payload_digest(first), payload_digest(replay));
+}
+
 }  // namespace
