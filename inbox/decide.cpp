@@ -83,7 +83,20 @@ boost::asio::awaitable<BatchResult> Decider::run(
       co_return result;
     }
   }
+  // Every event's ledger claim and effect in a few statements when the batch allows it
+  // (decide_batch.cpp); otherwise, or when one of them fails there, event by event.
+  bool decided = false;
+  if (batch_fits(events)) {
+    pg::Error error;
+    const Failure f = co_await decide_batch(events, result.by_topic, error, decided);
+    if (f == Failure::kRetry || f == Failure::kFatal) {
+      (void)co_await simple(conn_, executor_, std::string("ROLLBACK"));
+      fail(f == Failure::kRetry ? Outcome::kRetry : Outcome::kFatal, error);
+      co_return result;
+    }
+  }
   for (const Event& e : events) {
+    if (decided) break;
     pg::Error error;
     const Failure f = co_await decide(e, result.by_topic[e.topic], error);
     if (f == Failure::kEvent) continue;  // decided (quarantined); the savepoint was released

@@ -68,6 +68,15 @@ class Decider {
 
  private:
   struct Step;
+  /// Whether decide_batch may decide `events`: no `inbox.version`, and every event with a value
+  /// has an id, no problem and is not older than the ledger's horizon.
+  [[nodiscard]] bool batch_fits(const std::vector<Event>& events) const;
+  /// Decides `events` with one ledger claim for all (decide_batch.cpp), under the savepoint
+  /// `batch`. kRetry/kFatal (error set): the batch must end. Otherwise `decided` says whether it
+  /// did (counts added to `by_topic`); false: rolled back to its savepoint, decide each event.
+  boost::asio::awaitable<Failure> decide_batch(const std::vector<Event>& events,
+                                               std::map<std::string, Counts>& by_topic,
+                                               pg::Error& error, bool& decided);
   boost::asio::awaitable<Answer> q(std::string sql, Params params = {});
   boost::asio::awaitable<Failure> decide(const Event& e, Counts& counts, pg::Error& error);
   /// The event's effect: every matching handler, or a row of the events table; timed in
