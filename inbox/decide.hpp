@@ -62,8 +62,8 @@ class Decider {
       std::vector<std::pair<std::string, Params>> prelude = {});
 
   /// Seconds each event's effect took (apply: its matching handlers' statements, or the events
-  /// table's insert without handlers), round trips to PostgreSQL included; every run counted,
-  /// also one rolled back afterwards.
+  /// table's insert without handlers; decide_batch's one insert for a batch is one observation),
+  /// round trips to PostgreSQL included; every run counted, also one rolled back afterwards.
   [[nodiscard]] const metrics::Histogram& handler_seconds() const { return handler_seconds_; }
 
  private:
