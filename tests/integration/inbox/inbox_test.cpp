@@ -142,6 +142,29 @@ TEST_F(InboxTest, ARowChangeReplayedWithAnotherTsMsIsADuplicateAndOtherRowValues
   EXPECT_NE(q[0][1]->find("conflict"), std::string::npos) << *q[0][1];
 }
 
+// A batch decided at once passes its events to PostgreSQL as arrays: quotes, backslashes,
+// non-ASCII text and a null key arrive as they were sent.
+TEST_F(InboxTest, ABatchDecidedAtOnceKeepsEveryCharacterOfIdsKeysAndPayloads) {
+  const std::string odd = R"({"s":"quote \" backslash \\ brace } comma , é €"})";
+  TestEvent no_key = event("id \"2\" \\ ,{}", "", R"({"n":2})");
+  no_key.key.reset();
+  produce(env_.kafka_bootstrap, topic_, {event("id-1", "key \"1\" \\ é", odd), no_key});
+  WalrelayProcess proc(inbox_yaml(""), "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count("SELECT count(*) FROM " + inbox_schema_ + ".events", 2)) << proc.logs();
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+  const auto rows = pg_->query("SELECT event_id, aggregate, payload->>'s', digest FROM " +
+                               inbox_schema_ + ".events ORDER BY kafka_offset");
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_EQ(rows[0][0], "id-1");
+  EXPECT_EQ(rows[0][1], "key \"1\" \\ é");
+  EXPECT_EQ(rows[0][2], "quote \" backslash \\ brace } comma , é €");
+  EXPECT_EQ(rows[0][3], sha256_hex(odd));
+  EXPECT_EQ(rows[1][0], "id \"2\" \\ ,{}");
+  EXPECT_FALSE(rows[1][1].has_value());
+  EXPECT_EQ(pg_->value(ledger_sql("string_agg(decision, ',')")), "APPLIED,APPLIED");
+}
+
 TEST_F(InboxTest, APayloadDigestHeaderThatDoesNotMatchTheValueIsQuarantined) {
   const std::string v = R"({"n":1})";
   produce(env_.kafka_bootstrap, topic_,
