@@ -29,6 +29,8 @@ std::optional<std::string> opt_text(const std::string& s) {
 
 constexpr unsigned int kTextOid = 25;
 
+}  // namespace
+
 bool handler_matches(const config::InboxHandler& h, const Event& e) {
   return h.topic == e.topic && (h.event_type.empty() || h.event_type == e.event_type);
 }
@@ -36,8 +38,6 @@ bool handler_matches(const config::InboxHandler& h, const Event& e) {
 std::string reason_of(const pg::Error& error) {
   return error.sqlstate.empty() ? error.message : error.sqlstate + " " + error.primary;
 }
-
-}  // namespace
 
 Failure classify(const pg::Error& error) {
   const std::string_view code = error.sqlstate;
@@ -83,7 +83,20 @@ boost::asio::awaitable<BatchResult> Decider::run(
       co_return result;
     }
   }
+  // Every event's ledger claim and effect in a few statements when the batch allows it
+  // (decide_batch.cpp); otherwise, or when one of them fails there, event by event.
+  bool decided = false;
+  if (batch_fits(events)) {
+    pg::Error error;
+    const Failure f = co_await decide_batch(events, result.by_topic, error, decided);
+    if (f == Failure::kRetry || f == Failure::kFatal) {
+      (void)co_await simple(conn_, executor_, std::string("ROLLBACK"));
+      fail(f == Failure::kRetry ? Outcome::kRetry : Outcome::kFatal, error);
+      co_return result;
+    }
+  }
   for (const Event& e : events) {
+    if (decided) break;
     pg::Error error;
     const Failure f = co_await decide(e, result.by_topic[e.topic], error);
     if (f == Failure::kEvent) continue;  // decided (quarantined); the savepoint was released
@@ -278,6 +291,14 @@ boost::asio::awaitable<Failure> Decider::decide(const Event& e, Counts& counts, 
 }
 
 boost::asio::awaitable<Answer> Decider::apply(const Event& e) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Answer a = co_await effect(e);
+  handler_seconds_.observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  co_return a;
+}
+
+boost::asio::awaitable<Answer> Decider::effect(const Event& e) {
   if (cfg_.handlers.empty()) {
     co_return co_await q(
         "INSERT INTO " + s_ +

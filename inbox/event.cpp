@@ -168,25 +168,24 @@ Event decode_event(Event raw, const Headers& headers, const config::InboxConfig&
   }
   if (auto t = header(header::kEventType)) e.event_type = std::move(*t);
 
-  const std::optional<std::string> computed =
-      e.value ? std::optional<std::string>(router::payload_digest(*e.value)) : std::nullopt;
   if (cfg.digest.source == InboxFieldSource::kHeader) {
     if (auto d = header(cfg.digest.name)) {
       e.digest = std::move(*d);
       // walrelay's own header is the SHA-256 of exactly the value's bytes
       // (router/payload_digest.hpp): another value means the payload changed after it.
-      if (cfg.digest.name == header::kPayloadDigest && computed && *computed != e.digest) {
-        problem("the payload_digest header " + e.digest + " does not match the value's SHA-256 " +
-                *computed);
+      if (cfg.digest.name == header::kPayloadDigest && e.value) {
+        const std::string computed = router::payload_digest(*e.value);
+        if (computed != e.digest) {
+          problem("the payload_digest header " + e.digest + " does not match the value's SHA-256 " +
+                  computed);
+        }
       }
     }
   }
   if (e.digest.empty()) {
-    if (computed) {
-      e.digest = *computed;
-    } else {
-      e.digest = router::payload_digest("");
-    }
+    // A row change's digest is that of its row values (a replay with a new ts_ms and source is
+    // the same change); any other value's is the SHA-256 of its bytes.
+    e.digest = router::record_digest(e.value ? *e.value : std::string_view());
   }
   return e;
 }

@@ -249,6 +249,7 @@ asio::awaitable<bool> Inbox::take_assignments() {
     auto& part = partitions_[{p.topic, p.partition}];
     part.ready = true;
     part.next = p.offset >= 0 ? p.offset : -1;
+    part.committed = part.next;
     spdlog::info(
         "inbox: {} assigned, from {}", where(p.topic, p.partition),
         p.offset >= 0 ? "stored offset " + std::to_string(p.offset) : std::string("its beginning"));
@@ -286,6 +287,8 @@ asio::awaitable<bool> Inbox::commit_batch() {
       std::vector<kafka::PartitionOffset> advisory;
       for (const auto& entry : next) {
         advisory.push_back({entry.first.first, entry.first.second, entry.second});
+        const auto part = partitions_.find(entry.first);
+        if (part != partitions_.end()) part->second.committed = entry.second;
       }
       if (auto c = consumer_->commit_async(advisory); !c) {
         spdlog::debug("inbox: advisory Kafka commit not queued: {}", c.error().message);

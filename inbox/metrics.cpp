@@ -1,6 +1,9 @@
 // The inbox's metrics and health endpoint (docs/inbox.md "Metrics and health"): app/metrics's
 // HttpServer on the inbox's own io_context, the Prometheus text exposition of app/metrics.
+#include <librdkafka/rdkafka.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include "decide.hpp"
 #include "walrelay/app/metrics/exposition.hpp"
@@ -68,6 +71,10 @@ std::string Inbox::metrics_text() const {
          "time of each committed batch's transaction (decisions, handlers, offsets, commit)");
   sample(out, "walrelay_inbox_batch_seconds_sum", batch_seconds_);
   sample(out, "walrelay_inbox_batch_seconds_count", batches_);
+  decider_->handler_seconds().write(
+      out, "walrelay_inbox_handler_seconds",
+      "time of each event's effect (its handlers' statements, or the events table's insert), "
+      "round trips to PostgreSQL included");
   metric(out, "walrelay_inbox_batch_retries_total", "counter",
          "batches rolled back on a transient error (serialization, deadlock, lost connection) and "
          "decided again");
@@ -88,6 +95,27 @@ std::string Inbox::metrics_text() const {
   metric(out, "walrelay_inbox_assigned_partitions", "gauge",
          "partitions this member consumes (seeked to their stored offsets)");
   sample(out, "walrelay_inbox_assigned_partitions", ready);
+  metric(out, "walrelay_inbox_consumer_lag", "gauge",
+         "records of an assigned partition not decided and committed yet: its end offset as "
+         "librdkafka last fetched it minus the next offset stored in the offsets table");
+  for (const auto& [key, part] : partitions_) {
+    if (!part.ready || !consumer_) continue;
+    // The watermarks librdkafka caches from its fetch responses (rdkafka.h,
+    // rd_kafka_get_watermark_offsets: no request, the high one is updated by every fetch); under
+    // read_committed the high one is the last stable offset. Unknown before the first fetch.
+    std::int64_t low = RD_KAFKA_OFFSET_INVALID;
+    std::int64_t high = RD_KAFKA_OFFSET_INVALID;
+    if (rd_kafka_get_watermark_offsets(consumer_->handle(), key.first.c_str(), key.second, &low,
+                                       &high) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        high < 0) {
+      continue;
+    }
+    // Nothing stored yet (read from the beginning): from the log's start as last known.
+    const std::int64_t position =
+        part.committed >= 0 ? part.committed : std::max<std::int64_t>(low, 0);
+    sample(out, "walrelay_inbox_consumer_lag", std::max<std::int64_t>(high - position, 0),
+           "topic=\"" + label(key.first) + "\",partition=\"" + std::to_string(key.second) + "\"");
+  }
   metric(out, "walrelay_inbox_ready", "gauge", "1 when /ready answers 200");
   sample(out, "walrelay_inbox_ready", not_ready_reason().empty() ? 1 : 0);
   return out;

@@ -103,6 +103,68 @@ TEST_F(InboxTest, SameIdSameDigestIsDuplicateOtherDigestIsQuarantinedAndTheParti
   EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
 }
 
+// A row-change topic (docs/events.md's envelope, no payload_digest header): a restarted connector
+// replays a change with the same `id` but a new ts_ms and source; its row values decide.
+TEST_F(InboxTest, ARowChangeReplayedWithAnotherTsMsIsADuplicateAndOtherRowValuesAConflict) {
+  const auto change = [](const std::string& after, long ts_ms, const std::string& lsn) {
+    return R"({"before":null,"after":)" + after +
+           R"(,"source":{"version":"0.1.0","connector":"postgresql","name":"billing","ts_ms":)" +
+           std::to_string(ts_ms - 3) + R"(,"db":"billing","schema":"public","table":"invoice",)" +
+           R"("txId":771,"lsn":)" + lsn + R"(},"transaction":null,"op":"c","ts_ms":)" +
+           std::to_string(ts_ms) + R"(,"ts_us":)" + std::to_string(ts_ms) + R"(000,"ts_ns":)" +
+           std::to_string(ts_ms) + "000000}";
+  };
+  const std::string row = R"({"id":1001,"total":12.50,"note":null})";
+  const std::string first = change(row, 1765000000000, "23911448");
+  const std::string replay = change(row, 1765000042042, "23911448");
+  const std::string edited =
+      change(R"({"id":1001,"total":12.51,"note":null})", 1765000000000, "23911448");
+  produce(env_.kafka_bootstrap, topic_,
+          {event("0/16CDA18:0", R"({"id":1001})", first),
+           event("0/16CDA18:0", R"({"id":1001})", replay),
+           event("0/16CDA18:0", R"({"id":1001})", edited)});
+  WalrelayProcess proc(inbox_yaml("  handlers:\n" + counting_handler(topic_)), "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count("SELECT count(*) FROM " + inbox_schema_ + ".quarantine", 1))
+      << proc.logs();
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+  // printf '%s' '{"op":"c","before":null,"after":{"id":1001,"total":12.50,"note":null}}' |
+  // sha256sum: the row values' digest, the same for the replay.
+  EXPECT_EQ(
+      pg_->value(ledger_sql("event_id || ' ' || decision || ' ' || duplicates || ' ' || "
+                            "conflicts || ' ' || digest")),
+      "0/16CDA18:0 APPLIED 1 1 " + sha256_hex(R"({"op":"c","before":null,"after":)" + row + "}"));
+  EXPECT_EQ(pg_->value("SELECT string_agg(event_id || '=' || n, ',') FROM " + table("effects")),
+            "0/16CDA18:0=1");
+  const auto q = pg_->query("SELECT kafka_offset, reason FROM " + inbox_schema_ + ".quarantine");
+  ASSERT_EQ(q.size(), 1U);
+  EXPECT_EQ(q[0][0], "2");
+  EXPECT_NE(q[0][1]->find("conflict"), std::string::npos) << *q[0][1];
+}
+
+// A batch decided at once passes its events to PostgreSQL as arrays: quotes, backslashes,
+// non-ASCII text and a null key arrive as they were sent.
+TEST_F(InboxTest, ABatchDecidedAtOnceKeepsEveryCharacterOfIdsKeysAndPayloads) {
+  const std::string odd = R"({"s":"quote \" backslash \\ brace } comma , é €"})";
+  TestEvent no_key = event("id \"2\" \\ ,{}", "", R"({"n":2})");
+  no_key.key.reset();
+  produce(env_.kafka_bootstrap, topic_, {event("id-1", "key \"1\" \\ é", odd), no_key});
+  WalrelayProcess proc(inbox_yaml(""), "inbox");
+  start_inbox(proc);
+  ASSERT_TRUE(wait_count("SELECT count(*) FROM " + inbox_schema_ + ".events", 2)) << proc.logs();
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+  const auto rows = pg_->query("SELECT event_id, aggregate, payload->>'s', digest FROM " +
+                               inbox_schema_ + ".events ORDER BY kafka_offset");
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_EQ(rows[0][0], "id-1");
+  EXPECT_EQ(rows[0][1], "key \"1\" \\ é");
+  EXPECT_EQ(rows[0][2], "quote \" backslash \\ brace } comma , é €");
+  EXPECT_EQ(rows[0][3], sha256_hex(odd));
+  EXPECT_EQ(rows[1][0], "id \"2\" \\ ,{}");
+  EXPECT_FALSE(rows[1][1].has_value());
+  EXPECT_EQ(pg_->value(ledger_sql("string_agg(decision, ',')")), "APPLIED,APPLIED");
+}
+
 TEST_F(InboxTest, APayloadDigestHeaderThatDoesNotMatchTheValueIsQuarantined) {
   const std::string v = R"({"n":1})";
   produce(env_.kafka_bootstrap, topic_,
@@ -302,6 +364,55 @@ TEST_F(InboxTest, MetricsCountDecisionsPerTopicAndReadyFollowsTheAssignment) {
       << body;
   EXPECT_NE(body.find("walrelay_inbox_assigned_partitions "), std::string::npos) << body;
   EXPECT_NE(body.find("walrelay_inbox_ready 1"), std::string::npos) << body;
+  // The effects (m-1 and m-2 into the events table) were timed in the histogram's buckets.
+  EXPECT_NE(body.find("# TYPE walrelay_inbox_handler_seconds histogram"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("walrelay_inbox_handler_seconds_bucket{le=\"0.001\"} "), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("walrelay_inbox_handler_seconds_bucket{le=\"+Inf\"} "), std::string::npos)
+      << body;
+  EXPECT_EQ(body.find("walrelay_inbox_handler_seconds_count 0\n"), std::string::npos) << body;
+  // All four records decided and committed: the assigned partition's lag is 0.
+  const std::string lag = "walrelay_inbox_consumer_lag{topic=\"" + topic_ + "\",partition=\"0\"} ";
+  ASSERT_TRUE(wait_until([&] {
+    body = http_get(*port, "/metrics").body;
+    return body.find(lag + "0\n") != std::string::npos;
+  })) << body;
+  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
+}
+
+// A slow handler (0.4 s an event, one event a batch): /metrics shows the records not committed
+// yet as the partition's lag while it works, and 0 once all are.
+TEST_F(InboxTest, ConsumerLagShowsWhatIsNotCommittedYetThenZero) {
+  produce(env_.kafka_bootstrap, topic_,
+          {event("s-1", "k", "{}"), event("s-2", "k", "{}"), event("s-3", "k", "{}"),
+           event("s-4", "k", "{}")});
+  WalrelayProcess proc(
+      inbox_yaml("  handlers:\n    - topic: " + topic_ + "\n      sql: \"select pg_sleep(0.4)\"\n",
+                 "{max_events: 1, max_wait: 1ms}"),
+      "inbox");
+  start_inbox(proc);
+  const auto port = metrics_port(proc);
+  ASSERT_TRUE(port) << proc.logs();
+  const std::string lag = "walrelay_inbox_consumer_lag{topic=\"" + topic_ + "\",partition=\"0\"} ";
+  std::string body;
+  long seen = -1;
+  ASSERT_TRUE(wait_until([&] {
+    body = http_get(*port, "/metrics").body;
+    const auto at = body.find(lag);
+    if (at == std::string::npos) return false;
+    seen = std::stol(body.substr(at + lag.size()));
+    return seen > 0;
+  })) << body;
+  EXPECT_LE(seen, 4) << body;
+  ASSERT_TRUE(wait_until([&] {
+    body = http_get(*port, "/metrics").body;
+    return body.find(lag + "0\n") != std::string::npos;
+  })) << body;
+  EXPECT_EQ(count(ledger_sql("count(*)")), 4);
+  EXPECT_NE(body.find("walrelay_inbox_handler_seconds_bucket{le=\"0.25\"} 0\n"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("walrelay_inbox_handler_seconds_count 4\n"), std::string::npos) << body;
   EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
 }
 

@@ -48,7 +48,8 @@ struct InboxConfig {
   std::vector<std::string> topics;
   InboxField tenant{InboxFieldSource::kNone, ""};
   InboxField event_id{InboxFieldSource::kHeader, header::kId};
-  /// Default: the `payload_digest` header, and the SHA-256 of the value when it is absent.
+  /// Default: the `payload_digest` header, and router::record_digest of the value when it is
+  /// absent (a row change's row values, any other value's bytes).
   InboxField digest{InboxFieldSource::kHeader, header::kPayloadDigest};
   InboxField aggregate{InboxFieldSource::kKey, ""};
   InboxField version{InboxFieldSource::kNone, ""};

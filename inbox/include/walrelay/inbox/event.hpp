@@ -28,7 +28,8 @@ struct Event {
   std::string headers_json = "{}";
   std::string tenant;  ///< "" without `inbox.tenant`
   std::string id;
-  /// Lower-case hex SHA-256 (router::payload_digest) or the digest header's value.
+  /// The digest header's value, or router::record_digest of the value (a row change's row
+  /// values, any other value's bytes): lower-case hex SHA-256.
   std::string digest;
   std::optional<std::string> aggregate;
   std::optional<std::int64_t> version;  ///< set when `inbox.version` is
@@ -53,7 +54,7 @@ std::optional<Headers> headers_from_json(const std::string& headers_json);
 
 /// The event of `message` (a record, not a consumer event) under `cfg`. Never fails: what cannot
 /// be read is `Event::problem`. The digest: the configured header when present; otherwise (or
-/// with `digest: value`) router::payload_digest of the value. The walrelay `payload_digest`
+/// with `digest: value`) router::record_digest of the value. The walrelay `payload_digest`
 /// header (header::kPayloadDigest) is checked against the value's digest: a mismatch is a
 /// problem (the payload changed after the producer wrote it).
 Event read_event(const kafka::Message& message, const config::InboxConfig& cfg);

@@ -59,6 +59,8 @@ class Inbox final : public app::System {
   struct Partition {
     bool ready = false;      ///< seeked to its stored offset and resumed
     std::int64_t next = -1;  ///< offset of the next record expected (-1: any)
+    /// The next offset stored in `offsets` (what a restart reads from); -1: none yet.
+    std::int64_t committed = -1;
   };
 
   boost::asio::awaitable<void> main();
