@@ -263,41 +263,6 @@ TEST_F(InboxTest, AHandlerThatRaisesForOneEventQuarantinesOnlyThatEvent) {
   EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
 }
 
-TEST_F(InboxTest, SigkillMidStreamAppliesEachIdExactlyOnce) {
-  constexpr int kEvents = 3000;
-  std::vector<TestEvent> events;
-  for (int i = 0; i < kEvents; ++i) {
-    events.push_back(event("k-" + std::to_string(i), "a-" + std::to_string(i % 13),
-                           "{\"n\":" + std::to_string(i) + "}"));
-    // A producer-side replay: every 10th event is sent again a little later.
-    if (i % 10 == 9) {
-      events.push_back(event("k-" + std::to_string(i - 5), "a-" + std::to_string((i - 5) % 13),
-                             "{\"n\":" + std::to_string(i - 5) + "}"));
-    }
-  }
-  produce(env_.kafka_bootstrap, topic_, events);
-  WalrelayProcess proc(
-      inbox_yaml("  handlers:\n" + counting_handler(topic_), "{max_events: 50, max_wait: 5ms}"),
-      "inbox");
-  const std::string applied = "SELECT count(*) FROM " + table("effects");
-  for (const long at : {300L, 900L, 1600L, 2300L}) {
-    start_inbox(proc);
-    ASSERT_TRUE(wait_count(applied, at, 60s)) << proc.logs();
-    proc.kill();
-  }
-  start_inbox(proc);
-  ASSERT_TRUE(wait_count(applied, kEvents, 60s)) << proc.logs();
-  ASSERT_TRUE(wait_count("SELECT coalesce(sum(next_offset), 0) FROM " + inbox_schema_ + ".offsets",
-                         static_cast<long>(events.size()), 60s))
-      << proc.logs();
-  EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.logs();
-  EXPECT_EQ(count(applied), kEvents);
-  EXPECT_EQ(count("SELECT count(*) FROM " + table("effects") + " WHERE n <> 1"), 0);
-  EXPECT_EQ(count(ledger_sql("count(*) FILTER (WHERE decision = 'APPLIED')")), kEvents);
-  EXPECT_EQ(count("SELECT count(*) FROM " + inbox_schema_ + ".quarantine"), 0);
-  EXPECT_GE(count(ledger_sql("coalesce(sum(duplicates), 0)")), kEvents / 10);
-}
-
 TEST_F(InboxTest, TwoInboxesInOneGroupWithRebalancesMidStreamApplyEachIdOnce) {
   // The test broker auto-creates topics with 3 partitions (tests/services/start.sh).
   constexpr int kRounds = 3;
