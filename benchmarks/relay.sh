@@ -232,6 +232,8 @@ for line in open(recv_f):
     if m and m.group(1) in created:
         lat.append((float(t) - created.pop(m.group(1))) * 1000)
 lat.sort()
+if not lat:
+    sys.exit(f"latency {label}: the consumer received none of the rows")
 q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
 print(f"latency {label}: {len(lat)} rows received ({len(created)} not seen by the consumer); "
       f"p50 {q(0.50):.1f} ms, p99 {q(0.99):.1f} ms, max {lat[-1]:.1f} ms; load {load}")
