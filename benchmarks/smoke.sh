@@ -17,6 +17,10 @@ run backlog-snapshot --rows 5000 --workloads narrow --broker mock
 run latency --rates 200 --commits-per-second 200 --seconds 2 --delivery exactly_once
 run memory --rows 5000 --idle-seconds 1 --broker mock
 run debezium --rows 2000 --workloads narrow
+# The polling relay's benchmark (no JSON; ~16 s in debug with the services given).
+echo "--- benchmarks/relay.sh (tiny)"
+BENCH_BIN="$BENCH_BUILD/src/walrelay" benchmarks/relay.sh --rows 1000 --instances 1,2 --claims lease \
+  --seconds 1 --rate 100
 n=$(find "$out" -name '*.json' | wc -l)
 [[ $n == 8 ]] || { echo "smoke: expected 8 result files, found $n" >&2; exit 1; }
 echo "benchmark harness smoke run: ok ($n result files)"
