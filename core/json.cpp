@@ -295,4 +295,16 @@ void escape_supplementary(std::string& json, std::size_t from) {
   json.swap(out);
 }
 
+void append_string_or_null(std::string& out, const std::optional<std::string>& text) {
+  if (text) {
+    append_string(out, *text);
+  } else {
+    out += "null";
+  }
+}
+
+void append_number_or_null(std::string& out, const std::optional<std::string>& number) {
+  out += number ? *number : std::string_view("null");
+}
+
 }  // namespace walrelay::json

@@ -43,18 +43,6 @@ std::string text(const std::optional<std::string>& v) {
   return v.value_or("");
 }
 
-void json_text(std::string& out, const std::optional<std::string>& v) {
-  if (v) {
-    json::append_string(out, *v);
-  } else {
-    out += "null";
-  }
-}
-
-void json_number(std::string& out, const std::optional<std::string>& v) {
-  out += v ? *v : std::string("null");
-}
-
 }  // namespace
 
 ExitCode run_inbox_status(const config::Config& cfg, bool json, std::ostream& out,
@@ -117,7 +105,7 @@ ExitCode run_inbox_status(const config::Config& cfg, bool json, std::ostream& ou
       o += first ? "{" : ",{";
       first = false;
       o += "\"topic\":";
-      json_text(o, r[0]);
+      json::append_string_or_null(o, r[0]);
       o += ",\"partition\":" + text(r[1]) + ",\"next_offset\":" + text(r[2]) + "}";
     }
     o += "],\"deferred\":[";
@@ -126,17 +114,17 @@ ExitCode run_inbox_status(const config::Config& cfg, bool json, std::ostream& ou
       o += first ? "{" : ",{";
       first = false;
       o += "\"tenant\":";
-      json_text(o, r[0]);
+      json::append_string_or_null(o, r[0]);
       o += ",\"event_id\":";
-      json_text(o, r[1]);
+      json::append_string_or_null(o, r[1]);
       o += ",\"aggregate\":";
-      json_text(o, r[2]);
+      json::append_string_or_null(o, r[2]);
       o += ",\"version\":";
-      json_number(o, r[3]);
+      json::append_number_or_null(o, r[3]);
       o += ",\"waits_for\":";
-      json_number(o, r[4]);
+      json::append_number_or_null(o, r[4]);
       o += ",\"topic\":";
-      json_text(o, r[5]);
+      json::append_string_or_null(o, r[5]);
       o += ",\"partition\":" + text(r[6]) + ",\"offset\":" + text(r[7]) +
            ",\"age_s\":" + text(r[8]) + "}";
     }
@@ -146,15 +134,15 @@ ExitCode run_inbox_status(const config::Config& cfg, bool json, std::ostream& ou
       o += first ? "{" : ",{";
       first = false;
       o += "\"tenant\":";
-      json_text(o, r[0]);
+      json::append_string_or_null(o, r[0]);
       o += ",\"event_id\":";
-      json_text(o, r[1]);
+      json::append_string_or_null(o, r[1]);
       o += ",\"topic\":";
-      json_text(o, r[2]);
+      json::append_string_or_null(o, r[2]);
       o += ",\"partition\":" + text(r[3]) + ",\"offset\":" + text(r[4]) + ",\"reason\":";
-      json_text(o, r[5]);
+      json::append_string_or_null(o, r[5]);
       o += ",\"sqlstate\":";
-      json_text(o, r[6]);
+      json::append_string_or_null(o, r[6]);
       o += ",\"age_s\":" + text(r[7]) + "}";
     }
     o += "]}\n";

@@ -97,18 +97,6 @@ std::string text(const std::optional<std::string>& v, const char* null = "") {
   return v ? *v : std::string(null);
 }
 
-void json_text(std::string& out, const std::optional<std::string>& v) {
-  if (v) {
-    json::append_string(out, *v);
-  } else {
-    out += "null";
-  }
-}
-
-void json_number(std::string& out, const std::optional<std::string>& v) {
-  out += v ? *v : std::string("null");
-}
-
 struct TableStatus {
   pg::AsyncConnection::Rows by_type;  // type, pending, failed, oldest pending age
   pg::AsyncConnection::Rows failed;   // failed_rows_sql's columns
@@ -186,16 +174,16 @@ ExitCode run_outbox_status(const config::Config& cfg, bool json, std::ostream& o
       o += ",\"pending\":" + std::to_string(pending) + ",\"failed\":" + std::to_string(failed) +
            (lease ? ",\"claimed\":" + std::to_string(claimed) : std::string()) +
            ",\"oldest_pending_s\":";
-      json_number(o, oldest);
+      json::append_number_or_null(o, oldest);
       o += ",\"by_type\":[";
       bool first = true;
       for (const auto& r : status[i].by_type) {
         o += first ? "{\"aggregate_type\":" : ",{\"aggregate_type\":";
         first = false;
-        json_text(o, r[0]);
+        json::append_string_or_null(o, r[0]);
         o += ",\"pending\":" + text(r[1], "0") + ",\"failed\":" + text(r[2], "0") +
              (lease ? ",\"claimed\":" + text(r[4], "0") : std::string()) + ",\"oldest_pending_s\":";
-        json_number(o, r[3]);
+        json::append_number_or_null(o, r[3]);
         o += "}";
       }
       o += "],\"failed_rows\":[";
@@ -203,17 +191,17 @@ ExitCode run_outbox_status(const config::Config& cfg, bool json, std::ostream& o
       for (const auto& r : status[i].failed) {
         o += first ? "{\"event_id\":" : ",{\"event_id\":";
         first = false;
-        json_text(o, r[0]);
+        json::append_string_or_null(o, r[0]);
         o += ",\"aggregate_type\":";
-        json_text(o, r[1]);
+        json::append_string_or_null(o, r[1]);
         o += ",\"aggregate_id\":";
-        json_text(o, r[2]);
+        json::append_string_or_null(o, r[2]);
         o += ",\"attempts\":";
-        json_number(o, r[3]);
+        json::append_number_or_null(o, r[3]);
         o += ",\"last_error\":";
-        json_text(o, r[4]);
+        json::append_string_or_null(o, r[4]);
         o += ",\"age_s\":";
-        json_number(o, r[5]);
+        json::append_number_or_null(o, r[5]);
         o += "}";
       }
       o += "]}";

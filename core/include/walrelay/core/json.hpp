@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -10,6 +11,14 @@ namespace walrelay::json {
 /// `"` and `\`, and control characters below 0x20 (as \n, \t, ... or \u00XX). Bytes ≥ 0x80 are
 /// copied as they are (the input is UTF-8 from PostgreSQL).
 void append_string(std::string& out, std::string_view text);
+
+/// Appends `text` as a JSON string token (append_string), or `null` when it is std::nullopt (an
+/// SQL NULL read from PostgreSQL): NULL never becomes an empty string.
+void append_string_or_null(std::string& out, const std::optional<std::string>& text);
+
+/// Appends a number's text as it is (PostgreSQL's text of an int8 or numeric: never through a
+/// double), or `null` when it is std::nullopt (SQL NULL). The text must be a JSON number.
+void append_number_or_null(std::string& out, const std::optional<std::string>& number);
 
 /// Decodes a JSON string token (with its surrounding quotes) and appends the unescaped UTF-8 text
 /// to `out`. Handles every RFC 8259 escape including \uXXXX surrogate pairs. Returns false (and
