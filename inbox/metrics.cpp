@@ -41,17 +41,8 @@ std::string Inbox::not_ready_reason() const {
 }
 
 metrics::Response Inbox::serve(const std::string& target) {
-  const std::string path = target.substr(0, target.find('?'));
-  if (path == "/live") return {200, "text/plain; charset=utf-8", "ok\n"};
-  if (path == "/ready") {
-    const std::string why = not_ready_reason();
-    if (why.empty()) return {200, "text/plain; charset=utf-8", "ready\n"};
-    return {503, "text/plain; charset=utf-8", "not ready: " + why + "\n"};
-  }
-  if (path == "/metrics") {
-    return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_text()};
-  }
-  return {404, "text/plain; charset=utf-8", "not found: /metrics, /live, /ready\n"};
+  return metrics::route_health(
+      target, [this] { return not_ready_reason(); }, [this] { return metrics_text(); });
 }
 
 std::string Inbox::metrics_text() const {

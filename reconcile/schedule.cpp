@@ -149,19 +149,12 @@ void ScheduledReconcile::finish(ExitCode code) {
 }
 
 metrics::Response ScheduledReconcile::serve(const std::string& target) const {
-  const std::string path = target.substr(0, target.find('?'));
-  if (path == "/live") return {200, "text/plain; charset=utf-8", "ok\n"};
-  if (path == "/ready") {
-    if (last_run_ok_) return {200, "text/plain; charset=utf-8", "ready\n"};
-    return {503, "text/plain; charset=utf-8",
-            std::string("not ready: ") +
-                (last_run_ms_ == 0 ? "the first run has not ended yet\n"
-                                   : "the last run could not read a side (see the log)\n")};
-  }
-  if (path == "/metrics") {
-    return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_text()};
-  }
-  return {404, "text/plain; charset=utf-8", "not found: /metrics, /live, /ready\n"};
+  const auto not_ready_reason = [this]() -> std::string {
+    if (last_run_ok_) return {};
+    return last_run_ms_ == 0 ? "the first run has not ended yet"
+                             : "the last run could not read a side (see the log)";
+  };
+  return metrics::route_health(target, not_ready_reason, [this] { return metrics_text(); });
 }
 
 std::string ScheduledReconcile::metrics_text() const {

@@ -28,6 +28,14 @@ struct Response {
 /// io_context's thread.
 using Handler = std::function<Response(const std::string& target)>;
 
+/// The routes every system serves on `metrics.listen`, for its Handler: `/live` → 200 "ok";
+/// `/ready` → 200 "ready", or 503 "not ready: <reason>" when `not_ready_reason()` returns a
+/// non-empty reason; `/metrics` → 200 with `metrics_text()` (Prometheus text format 0.0.4);
+/// anything else → 404 naming the three. The query string of `target` is ignored.
+Response route_health(const std::string& target,
+                      const std::function<std::string()>& not_ready_reason,
+                      const std::function<std::string()>& metrics_text);
+
 struct Limits {
   std::size_t max_connections = 32;                 ///< open at once; more are closed at once
   std::size_t max_header_bytes = 8 * 1024;          ///< request line + headers; larger: 431/close
